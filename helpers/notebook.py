@@ -1,0 +1,191 @@
+"""The first cell of every notebook, and small aids for showing errors.
+
+Every notebook starts with::
+
+    from helpers.notebook import start_notebook, expect_error
+    start_notebook()
+
+``start_notebook`` must run before ``import tensorflow``: it sets TensorFlow's
+logging options, imports it quietly, seeds every random generator, makes ops
+deterministic, and moves the notebook into a temporary work folder, so that
+checkpoints written by the notebook never land in your checkout and printed
+paths are short and relative.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import random
+import shutil
+import sys
+import tempfile
+import traceback
+from collections.abc import Iterator
+from pathlib import Path
+
+DEFAULT_SEED = 42
+
+# Read by TensorFlow's C++ runtime when it loads, so they must be set first.
+_QUIET_ENVIRONMENT = {
+    "TF_CPP_MIN_LOG_LEVEL": "3",  # C++ logs: errors and worse only
+    "TF_ENABLE_ONEDNN_OPTS": "0",  # same float results on every CPU, and no oneDNN banner
+}
+
+_work_folder: Path | None = None
+
+
+@contextlib.contextmanager
+def _native_stderr_silenced() -> Iterator[None]:
+    """Point file descriptor 2 at /dev/null for the duration of the block.
+
+    A few lines are written by TensorFlow's C++ libraries while they load,
+    before any log level is read ("Could not find cuda drivers ..."); no
+    environment variable silences them, so the import happens in here.
+    Python's own ``sys.stderr`` is untouched.
+    """
+    sys.stderr.flush()
+    saved_fd = os.dup(2)
+    try:
+        with open(os.devnull, "w") as devnull:
+            os.dup2(devnull.fileno(), 2)
+            yield
+    finally:
+        os.dup2(saved_fd, 2)
+        os.close(saved_fd)
+
+
+def _import_tensorflow_quietly():
+    for name, value in _QUIET_ENVIRONMENT.items():
+        os.environ.setdefault(name, value)
+    with _native_stderr_silenced():
+        import tensorflow as tf
+    import absl.logging
+
+    absl.logging.set_verbosity(absl.logging.ERROR)
+    tf.get_logger().setLevel("ERROR")
+    tf.autograph.set_verbosity(0)
+    return tf
+
+
+def seed_everything(seed: int = DEFAULT_SEED) -> None:
+    """Seed Python's ``random``, NumPy and TensorFlow's global generator.
+
+    Graphs made with ``tf.Graph()`` have a seed of their own: call
+    ``tf.compat.v1.set_random_seed(seed)`` inside each new graph.
+
+    Example:
+        >>> seed_everything(7)
+    """
+    import numpy as np
+
+    tf = _import_tensorflow_quietly()
+    random.seed(seed)
+    np.random.seed(seed)
+    tf.random.set_seed(seed)
+
+
+def _make_work_folder() -> Path:
+    folder = Path(tempfile.mkdtemp(prefix="tf-course-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return folder
+
+
+def start_notebook(seed: int = DEFAULT_SEED) -> None:
+    """Prepare the notebook: quiet TensorFlow, seeded and deterministic, in a work folder.
+
+    Safe to run again: the work folder is kept and the seeds are reset. The
+    work folder becomes the current directory (``work_folder()`` returns it)
+    and is deleted when the kernel stops. Nothing is returned, so the cell
+    shows no path of this machine.
+
+    Example:
+        >>> start_notebook()           # doctest: +SKIP
+        TensorFlow 2.21.0 is ready: quiet logs, seed 42, deterministic ops, a temporary work folder.
+    """
+    global _work_folder
+    tf = _import_tensorflow_quietly()
+    seed_everything(seed)
+    tf.config.experimental.enable_op_determinism()
+    _configure_display()
+    if _work_folder is None:
+        _work_folder = _make_work_folder()
+    os.chdir(_work_folder)
+    print(
+        f"TensorFlow {tf.__version__} is ready: quiet logs, seed {seed}, "
+        "deterministic ops, a temporary work folder."
+    )
+
+
+def work_folder() -> Path:
+    """The notebook's temporary work folder (``start_notebook`` must have run).
+
+    Example:
+        >>> work_folder()              # doctest: +SKIP
+        PosixPath('/tmp/tf-course-...')
+    """
+    if _work_folder is None:
+        raise RuntimeError("no work folder yet: run start_notebook() first")
+    return _work_folder
+
+
+def _configure_display() -> None:
+    import matplotlib
+    import numpy as np
+
+    np.set_printoptions(precision=4, suppress=True)
+    matplotlib.rcParams.update({"figure.figsize": (6.4, 3.6), "figure.dpi": 72})
+
+
+def hide_work_folder(text: str) -> str:
+    """Replace the work folder's absolute path in ``text`` by ``.``.
+
+    TensorFlow's error messages often quote absolute paths; this keeps what
+    a learner sees short and free of this machine's layout.
+
+    Example:
+        >>> hide_work_folder("no file at /tmp/xyz/ckpt") == "no file at /tmp/xyz/ckpt"
+        True
+    """
+    if _work_folder is None:
+        return text
+    for form in {str(_work_folder), os.path.realpath(_work_folder)}:
+        text = text.replace(form + os.sep, "").replace(form, ".")
+    return text
+
+
+@contextlib.contextmanager
+def expect_error(
+    *expected: type[BaseException], max_lines: int = 3
+) -> Iterator[None]:
+    """Run a block that must fail, and show the error in a few lines.
+
+    The course shows each pitfall failing on the real library before fixing
+    it. If the block does not raise one of ``expected``, that claim is wrong
+    and an ``AssertionError`` says so.
+
+    Example:
+        >>> with expect_error(ZeroDivisionError):
+        ...     1 / 0
+        ZeroDivisionError: division by zero
+    """
+    if not expected:
+        raise TypeError("expect_error needs at least one exception type, e.g. expect_error(ValueError)")
+    try:
+        yield
+    except expected as error:
+        message_lines = str(error).strip().splitlines() or [""]
+        shown = [hide_work_folder(line) for line in message_lines[:max_lines]]
+        if len(message_lines) > max_lines:
+            shown.append(f"... ({len(message_lines) - max_lines} more lines)")
+        print(f"{type(error).__name__}: " + "\n".join(shown))
+    except Exception as error:
+        names = ", ".join(kind.__name__ for kind in expected)
+        raise AssertionError(
+            f"expected {names}, but the block raised {type(error).__name__}: "
+            + "".join(traceback.format_exception_only(type(error), error)).strip()
+        ) from error
+    else:
+        names = ", ".join(kind.__name__ for kind in expected)
+        raise AssertionError(f"expected {names}, but the block ran without an error")

@@ -1,0 +1,145 @@
+"""Generate the exercise notebooks in notebooks/ from the solutions in solutions/.
+
+    python tools/make_exercises.py            # write notebooks/
+    python tools/make_exercises.py --check    # exit 1 if notebooks/ is out of date
+
+What changes between a solution and its exercise notebook:
+
+* code between ``### BEGIN SOLUTION`` and ``### END SOLUTION`` (the markers
+  included) becomes ``# YOUR CODE HERE`` / ``raise NotImplementedError()`` at
+  the markers' indentation; in markdown cells the text becomes
+  ``YOUR ANSWER HERE``. These are nbgrader's markers and stubs, so an
+  instructor can also run nbgrader on the same files;
+* cells that will raise in the exercise version (a stubbed cell, or a cell
+  tagged ``exercise-check`` in the solution) get nbval's ``raises-exception``
+  tag, so ``pytest --nbval-lax notebooks/`` accepts the error;
+* every output and execution count is cleared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import re
+import sys
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parent.parent
+SOLUTIONS = ROOT / "solutions"
+EXERCISES = ROOT / "notebooks"
+
+BEGIN = "### BEGIN SOLUTION"
+END = "### END SOLUTION"
+CODE_STUB = ["# YOUR CODE HERE", "raise NotImplementedError()"]
+MARKDOWN_STUB = ["YOUR ANSWER HERE"]
+CHECK_TAG = "exercise-check"
+RAISES_TAG = "raises-exception"
+_MARKER = re.compile(r"^(?P<indent>\s*)(?P<marker>### (BEGIN|END) SOLUTION)\s*$")
+
+
+class MarkerError(ValueError):
+    """A solution cell has unbalanced or nested solution markers."""
+
+
+def strip_solutions(source: str, stub: list[str]) -> tuple[str, bool]:
+    """Replace each marked solution region of ``source`` by ``stub``.
+
+    Returns the new source and whether any region was replaced.
+
+    Example:
+        >>> strip_solutions("def f():\\n    ### BEGIN SOLUTION\\n    return 1\\n    ### END SOLUTION", CODE_STUB)
+        ('def f():\\n    # YOUR CODE HERE\\n    raise NotImplementedError()', True)
+    """
+    kept: list[str] = []
+    inside = False
+    replaced = False
+    for number, line in enumerate(source.splitlines(), start=1):
+        match = _MARKER.match(line)
+        if match and match["marker"] == BEGIN:
+            if inside:
+                raise MarkerError(f"line {number}: {BEGIN} inside another solution region")
+            inside = True
+            replaced = True
+            kept.extend(match["indent"] + stub_line for stub_line in stub)
+        elif match and match["marker"] == END:
+            if not inside:
+                raise MarkerError(f"line {number}: {END} without a {BEGIN} before it")
+            inside = False
+        elif not inside:
+            kept.append(line)
+    if inside:
+        raise MarkerError(f"{BEGIN} without a matching {END}")
+    return "\n".join(kept), replaced
+
+
+def _exercise_cell(cell: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    cell = copy.deepcopy(cell)
+    tags = list(cell.get("metadata", {}).get("tags", []))
+    if cell.cell_type == "code":
+        cell.source, stubbed = strip_solutions(cell.source, CODE_STUB)
+        cell.outputs = []
+        cell.execution_count = None
+        if (stubbed or CHECK_TAG in tags) and RAISES_TAG not in tags:
+            tags.append(RAISES_TAG)
+        cell.metadata.pop("execution", None)
+    elif cell.cell_type == "markdown":
+        cell.source, _ = strip_solutions(cell.source, MARKDOWN_STUB)
+    if tags:
+        cell.metadata["tags"] = tags
+    return cell
+
+
+def make_exercise_notebook(solution: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """Return the exercise version of a solution notebook (the input is not changed)."""
+    exercise = copy.deepcopy(solution)
+    exercise.cells = [_exercise_cell(cell) for cell in solution.cells]
+    return exercise
+
+
+def render_exercise(solution_path: Path) -> str:
+    """The exact text the exercise notebook for ``solution_path`` should have."""
+    solution = nbformat.read(solution_path, as_version=4)
+    try:
+        exercise = make_exercise_notebook(solution)
+    except MarkerError as error:
+        raise MarkerError(f"{solution_path.name}: {error}") from None
+    return nbformat.writes(exercise) + "\n"
+
+
+def exercise_path_for(solution_path: Path) -> Path:
+    return EXERCISES / solution_path.name
+
+
+def out_of_date() -> list[str]:
+    """Names of exercise notebooks that are missing, stale, or have no solution."""
+    problems = []
+    solutions = sorted(SOLUTIONS.glob("*.ipynb"))
+    for solution_path in solutions:
+        target = exercise_path_for(solution_path)
+        if not target.exists() or target.read_text() != render_exercise(solution_path):
+            problems.append(target.name)
+    known = {path.name for path in solutions}
+    problems += [p.name for p in sorted(EXERCISES.glob("*.ipynb")) if p.name not in known]
+    return problems
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="only report drift")
+    args = parser.parse_args(argv)
+    if args.check:
+        stale = out_of_date()
+        for name in stale:
+            print(f"notebooks/{name} is out of date: run `make exercises`")
+        return 1 if stale else 0
+    EXERCISES.mkdir(exist_ok=True)
+    for solution_path in sorted(SOLUTIONS.glob("*.ipynb")):
+        exercise_path_for(solution_path).write_text(render_exercise(solution_path))
+        print(f"wrote notebooks/{solution_path.name}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
