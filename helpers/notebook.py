@@ -18,11 +18,12 @@ import atexit
 import contextlib
 import os
 import random
+import re
 import shutil
 import sys
 import tempfile
 import traceback
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 DEFAULT_SEED = 42
@@ -155,6 +156,49 @@ def hide_work_folder(text: str) -> str:
     return text
 
 
+def format_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    """Lay out ``rows`` under ``headers`` as aligned plain-text columns.
+
+    Example:
+        >>> print(format_table(["name", "size"], [["w", "24 B"], ["bias", "8 B"]]))
+        name  size
+        ----  ----
+        w     24 B
+        bias  8 B
+    """
+    cells = [[str(value) for value in row] for row in rows]
+    widths = [max([len(h)] + [len(row[i]) for row in cells]) for i, h in enumerate(headers)]
+    lines = [headers, ["-" * width for width in widths], *cells]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip() for line in lines)
+
+
+# Lines of TensorFlow's graph-execution errors that locate the failure rather than explain it.
+_ERROR_SCAFFOLDING = re.compile(
+    r"^(Graph execution error:|Detected at node .* defined at|\s+File \"|Node: '|\s*\[\[\{\{node |Original error:)"
+)
+
+
+def error_summary(error: BaseException, max_lines: int = 3) -> list[str]:
+    """The lines of an error message that say what went wrong.
+
+    TensorFlow's graph-execution errors wrap the one useful sentence in a
+    stack dump ("Detected at node ...", "Original stack trace ..."); those
+    parts are dropped, and the work folder is hidden from what remains.
+
+    Example:
+        >>> error_summary(ValueError("first\\n\\n  File \\"x.py\\", line 1\\nsecond"))
+        ['first', 'second']
+    """
+    text = str(error).split("Original stack trace for", 1)[0]
+    lines = [line.rstrip() for line in text.splitlines()]
+    kept = [hide_work_folder(line) for line in lines if line.strip() and not _ERROR_SCAFFOLDING.match(line)]
+    if not kept:
+        return [""]
+    if len(kept) > max_lines:
+        kept = kept[:max_lines] + [f"... ({len(kept) - max_lines} more lines)"]
+    return kept
+
+
 @contextlib.contextmanager
 def expect_error(
     *expected: type[BaseException], max_lines: int = 3
@@ -172,20 +216,15 @@ def expect_error(
     """
     if not expected:
         raise TypeError("expect_error needs at least one exception type, e.g. expect_error(ValueError)")
+    names = ", ".join(kind.__name__ for kind in expected)
     try:
         yield
     except expected as error:
-        message_lines = str(error).strip().splitlines() or [""]
-        shown = [hide_work_folder(line) for line in message_lines[:max_lines]]
-        if len(message_lines) > max_lines:
-            shown.append(f"... ({len(message_lines) - max_lines} more lines)")
-        print(f"{type(error).__name__}: " + "\n".join(shown))
+        print(f"{type(error).__name__}: " + "\n".join(error_summary(error, max_lines)))
     except Exception as error:
-        names = ", ".join(kind.__name__ for kind in expected)
         raise AssertionError(
             f"expected {names}, but the block raised {type(error).__name__}: "
             + "".join(traceback.format_exception_only(type(error), error)).strip()
         ) from error
     else:
-        names = ", ".join(kind.__name__ for kind in expected)
         raise AssertionError(f"expected {names}, but the block ran without an error")

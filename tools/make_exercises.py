@@ -1,7 +1,8 @@
 """Generate the exercise notebooks in notebooks/ from the solutions in solutions/.
 
-    python tools/make_exercises.py            # write notebooks/
-    python tools/make_exercises.py --check    # exit 1 if notebooks/ is out of date
+    python tools/make_exercises.py                  # write every notebook in notebooks/
+    python tools/make_exercises.py 03_many_models   # write only the ones named
+    python tools/make_exercises.py --check          # exit 1 if notebooks/ is out of date
 
 What changes between a solution and its exercise notebook:
 
@@ -127,6 +128,7 @@ def out_of_date() -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("names", nargs="*", help="notebook names (default: all), e.g. 01_saving_and_restoring")
     parser.add_argument("--check", action="store_true", help="only report drift")
     args = parser.parse_args(argv)
     if args.check:
@@ -135,7 +137,14 @@ def main(argv: list[str] | None = None) -> int:
             print(f"notebooks/{name} is out of date: run `make exercises`")
         return 1 if stale else 0
     EXERCISES.mkdir(exist_ok=True)
-    for solution_path in sorted(SOLUTIONS.glob("*.ipynb")):
+    solutions = [SOLUTIONS / f"{Path(name).stem}.ipynb" for name in args.names] or sorted(
+        SOLUTIONS.glob("*.ipynb")
+    )
+    for solution_path in solutions:
+        if not solution_path.exists():
+            print(f"no solution notebook {solution_path.relative_to(ROOT)}", file=sys.stderr)
+            return 2
+    for solution_path in solutions:
         exercise_path_for(solution_path).write_text(render_exercise(solution_path))
         print(f"wrote notebooks/{solution_path.name}")
     return 0

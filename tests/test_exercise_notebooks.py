@@ -1,0 +1,104 @@
+"""The exercise notebooks are generated from the solutions, and stay that way."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+
+import make_exercises  # noqa: E402
+from make_exercises import CODE_STUB, MARKDOWN_STUB, MarkerError, make_exercise_notebook, strip_solutions  # noqa: E402
+
+SOLUTIONS = sorted((ROOT / "solutions").glob("*.ipynb"))
+
+
+# --------------------------------------------------------------------------- the stubbing rules
+
+
+def test_region_becomes_an_indented_stub():
+    source = "def f(x):\n    ### BEGIN SOLUTION\n    y = x + 1\n    return y\n    ### END SOLUTION\n\nprint('after')"
+    stubbed, replaced = strip_solutions(source, CODE_STUB)
+    assert replaced
+    assert stubbed == "def f(x):\n    # YOUR CODE HERE\n    raise NotImplementedError()\n\nprint('after')"
+
+
+def test_several_regions_in_one_cell():
+    source = "### BEGIN SOLUTION\na = 1\n### END SOLUTION\nkeep = True\n### BEGIN SOLUTION\nb = 2\n### END SOLUTION"
+    stubbed, _ = strip_solutions(source, CODE_STUB)
+    assert stubbed.count("raise NotImplementedError()") == 2
+    assert "keep = True" in stubbed and "a = 1" not in stubbed and "b = 2" not in stubbed
+
+
+def test_cell_without_markers_is_unchanged():
+    assert strip_solutions("x = 1", CODE_STUB) == ("x = 1", False)
+
+
+@pytest.mark.parametrize(
+    "source, problem",
+    [
+        ("### BEGIN SOLUTION\nx = 1", "without a matching"),
+        ("x = 1\n### END SOLUTION", "without a ### BEGIN SOLUTION"),
+        ("### BEGIN SOLUTION\n### BEGIN SOLUTION\n### END SOLUTION", "inside another"),
+    ],
+)
+def test_unbalanced_markers_are_refused(source, problem):
+    with pytest.raises(MarkerError, match=problem):
+        strip_solutions(source, CODE_STUB)
+
+
+def _solution_notebook() -> nbformat.NotebookNode:
+    nb = nbformat.v4.new_notebook()
+    answer = nbformat.v4.new_code_cell("def f():\n    ### BEGIN SOLUTION\n    return 1\n    ### END SOLUTION", execution_count=3)
+    answer.outputs = [nbformat.v4.new_output("stream", text="hi\n")]
+    check = nbformat.v4.new_code_cell("check(f)", execution_count=4, metadata={"tags": ["exercise-check"]})
+    prose = nbformat.v4.new_markdown_cell("Why?\n\n### BEGIN SOLUTION\nBecause.\n### END SOLUTION")
+    plain = nbformat.v4.new_code_cell("x = 1", execution_count=5)
+    nb.cells = [answer, check, prose, plain]
+    return nb
+
+
+def test_exercise_notebook_is_stubbed_cleared_and_tagged():
+    solution = _solution_notebook()
+    exercise = make_exercise_notebook(solution)
+    answer, check, prose, plain = exercise.cells
+    assert answer.source.endswith("\n".join("    " + line for line in CODE_STUB))
+    assert answer.outputs == [] and answer.execution_count is None
+    assert answer.metadata["tags"] == ["raises-exception"]
+    assert check.metadata["tags"] == ["exercise-check", "raises-exception"]
+    assert prose.source == "Why?\n\n" + MARKDOWN_STUB[0]
+    assert plain.execution_count is None and "tags" not in plain.metadata
+    assert solution.cells[0].outputs, "the solution itself is not modified"
+
+
+# --------------------------------------------------------------------------- the real notebooks
+
+
+def test_there_are_solution_notebooks():
+    assert SOLUTIONS, "solutions/ holds no notebook"
+
+
+def test_exercise_notebooks_match_the_solutions():
+    stale = make_exercises.out_of_date()
+    assert stale == [], f"notebooks/ is out of date ({', '.join(stale)}): run `make exercises`"
+
+
+@pytest.mark.parametrize("path", SOLUTIONS, ids=lambda p: p.stem)
+def test_solution_notebook_shape(path):
+    """Setup cell first, every code cell run, and exercises with checks."""
+    nb = nbformat.read(path, as_version=4)
+    code = [cell for cell in nb.cells if cell.cell_type == "code"]
+    assert code[0].source.startswith("from helpers.notebook import start_notebook"), "the setup cell comes first"
+    assert "start_notebook()" in code[0].source
+    unrun = [i for i, cell in enumerate(code) if cell.execution_count is None]
+    assert not unrun, f"code cells not run: {unrun} (run `make solutions`)"
+    checks = [c for c in code if "exercise-check" in c.metadata.get("tags", [])]
+    solutions = [c for c in code if "### BEGIN SOLUTION" in c.source]
+    needed = 1 if path.stem.startswith("00") else 3
+    assert len(checks) >= needed, f"{path.name} has {len(checks)} exercise checks, needs {needed}"
+    assert len(solutions) >= len(checks), "every check has an exercise cell before it"
+    assert nb.cells[0].cell_type == "markdown" and nb.cells[0].source.startswith("# "), "a title comes first"

@@ -1,0 +1,133 @@
+"""Unit tests of helpers.notebook: the first cell every notebook runs."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from helpers import notebook
+from helpers.notebook import expect_error, hide_work_folder
+
+
+def _run_fresh_python(code: str) -> subprocess.CompletedProcess:
+    """Run ``code`` in a new interpreter, as a notebook kernel would."""
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True, text=True, timeout=240, check=False,
+    )
+
+
+@pytest.fixture(scope="module")
+def started():
+    """What a fresh interpreter prints and leaves behind when it runs start_notebook()."""
+    result = _run_fresh_python(
+        """
+        import os
+        from helpers.notebook import start_notebook, work_folder
+        start_notebook()
+        print("cwd-is-work-folder", os.getcwd() == str(work_folder()))
+        print("work-folder", work_folder())
+        import tensorflow as tf
+        with tf.Graph().as_default():
+            tf.compat.v1.set_random_seed(0)
+            w = tf.compat.v1.get_variable("w", shape=[3])
+            with tf.compat.v1.Session() as sess:
+                sess.run(tf.compat.v1.global_variables_initializer())
+                print("graph-values", sess.run(w).round(4).tolist())
+        print("eager-values", tf.random.uniform([3]).numpy().round(4).tolist())
+        print("saved", tf.train.Checkpoint(v=tf.Variable(1.0)).write("ckpt/v"))
+        """
+    )
+    assert result.returncode == 0, result.stderr
+    lines = dict(line.split(" ", 1) for line in result.stdout.splitlines() if " " in line)
+    return result, lines
+
+
+def test_prints_one_line_and_no_logs(started):
+    result, _ = started
+    assert result.stdout.splitlines()[0].startswith("TensorFlow 2.21.0 is ready: quiet logs, seed 42")
+    assert result.stderr == "", "TensorFlow wrote to stderr:\n" + result.stderr
+
+
+def test_moves_into_a_temporary_folder_that_is_removed_at_exit(started, tmp_path):
+    _, lines = started
+    assert lines["cwd-is-work-folder"] == "True"
+    folder = lines["work-folder"]
+    assert "tf-course-" in folder
+    assert not __import__("os").path.exists(folder), "the work folder outlived the kernel"
+    assert lines["saved"] == "ckpt/v", "relative paths stay relative"
+
+
+def test_randomness_repeats_across_runs(started):
+    _, first = started
+    again = _run_fresh_python(
+        """
+        from helpers.notebook import start_notebook
+        start_notebook()
+        import tensorflow as tf
+        print("eager-values", tf.random.uniform([3]).numpy().round(4).tolist())
+        """
+    )
+    assert again.stdout.splitlines()[-1] == "eager-values " + first["eager-values"]
+
+
+def test_unseeded_graph_randomness_raises_under_determinism():
+    """A tf.Graph has a seed of its own; with deterministic ops, building an unseeded random op fails."""
+    result = _run_fresh_python(
+        """
+        from helpers.notebook import start_notebook
+        start_notebook()
+        import tensorflow as tf
+        with tf.Graph().as_default():
+            try:
+                tf.compat.v1.get_variable("w", shape=[3])
+            except RuntimeError as error:
+                print("raised", "seed" in str(error))
+        """
+    )
+    assert result.stdout.splitlines()[-1] == "raised True"
+
+
+def test_expect_error_shows_the_error(capsys):
+    with expect_error(ZeroDivisionError):
+        1 / 0
+    assert capsys.readouterr().out == "ZeroDivisionError: division by zero\n"
+
+
+def test_expect_error_shortens_long_messages(capsys):
+    with expect_error(ValueError, max_lines=2):
+        raise ValueError("one\ntwo\nthree\nfour")
+    assert capsys.readouterr().out == "ValueError: one\ntwo\n... (2 more lines)\n"
+
+
+def test_expect_error_fails_when_nothing_is_raised():
+    with pytest.raises(AssertionError, match="ran without an error"):
+        with expect_error(KeyError):
+            pass
+
+
+def test_expect_error_fails_on_another_error():
+    with pytest.raises(AssertionError, match="expected KeyError, but the block raised TypeError"):
+        with expect_error(KeyError):
+            raise TypeError("wrong kind")
+
+
+def test_expect_error_needs_a_type():
+    with pytest.raises(TypeError, match="at least one exception type"):
+        with expect_error():
+            pass
+
+
+def test_hide_work_folder(monkeypatch, tmp_path):
+    monkeypatch.setattr(notebook, "_work_folder", tmp_path)
+    assert hide_work_folder(f"no file {tmp_path}/ckpt/m here") == "no file ckpt/m here"
+    assert hide_work_folder(f"in {tmp_path}") == "in ."
+
+
+def test_work_folder_before_start(monkeypatch):
+    monkeypatch.setattr(notebook, "_work_folder", None)
+    with pytest.raises(RuntimeError, match="run start_notebook"):
+        notebook.work_folder()
