@@ -16,10 +16,10 @@ Example:
     >>> import tensorflow as tf
     >>> prefix = tf.train.Checkpoint(v=tf.Variable([1.0, 2.0])).write("demo/ckpt")  # doctest: +SKIP
     >>> describe_checkpoint(prefix)                                                  # doctest: +SKIP
-    key                             shape  dtype   size
-    ------------------------------  -----  ------  ----
-    _CHECKPOINTABLE_OBJECT_GRAPH    ()     string  -
-    v/.ATTRIBUTES/VARIABLE_VALUE    (2,)   float32 8 B
+    key                           shape  dtype    size
+    ----------------------------  -----  -------  ----
+    _CHECKPOINTABLE_OBJECT_GRAPH  ()     string   -
+    v/.ATTRIBUTES/VARIABLE_VALUE  (2,)   float32  8 B
     1 variable, 8 B (+ the object graph)
 """
 
