@@ -29,8 +29,11 @@ $(STAMP): requirements.lock pyproject.toml
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
 	@touch $(STAMP)
 
+# Jupyter refuses to start as root unless told to; containers often run as root.
+LAB_FLAGS := $(if $(filter 0,$(shell id -u)),--allow-root)
+
 lab: $(STAMP)
-	$(BIN)/jupyter lab notebooks/00_start_here.ipynb
+	$(BIN)/jupyter lab $(LAB_FLAGS) --ServerApp.root_dir=. notebooks/00_start_here.ipynb
 
 test: test-units test-solutions test-exercises
 
