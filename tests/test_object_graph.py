@@ -1,0 +1,222 @@
+"""Unit tests of helpers.object_graph: reading and drawing a checkpoint's object graph."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import keras
+import matplotlib
+import numpy as np
+import pytest
+import tensorflow as tf
+from matplotlib.figure import Figure
+
+from helpers.errors import NotACheckpointError
+from helpers.object_graph import (
+    KIND_COLOURS,
+    NameBasedCheckpointError,
+    open_checkpoint,
+    plot_object_graph,
+    read_object_graph,
+)
+
+matplotlib.use("Agg")
+
+
+class Net(keras.Model):
+    def __init__(self) -> None:
+        super().__init__()
+        self.hidden = keras.layers.Dense(4, activation="relu")
+        self.out = keras.layers.Dense(1)
+
+    def call(self, x):
+        return self.out(self.hidden(x))
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory) -> str:
+    """A checkpoint of a two-layer model and its Adam optimizer after one step."""
+    keras.utils.set_random_seed(0)
+    net, optimizer = Net(), keras.optimizers.Adam(0.01)
+    x, y = tf.ones((4, 3)), tf.ones((4, 1))
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean((net(x) - y) ** 2)
+    optimizer.apply_gradients(zip(tape.gradient(loss, net.trainable_variables), net.trainable_variables))
+    folder = tmp_path_factory.mktemp("trained")
+    return tf.train.Checkpoint(model=net, optimizer=optimizer).save(str(folder / "ckpt"))
+
+
+@pytest.fixture()
+def name_based(tmp_path: Path) -> str:
+    with tf.Graph().as_default():
+        tf.compat.v1.get_variable("dense/kernel", [3, 2], initializer=tf.compat.v1.zeros_initializer())
+        saver = tf.compat.v1.train.Saver()
+        with tf.compat.v1.Session() as sess:
+            sess.run(tf.compat.v1.global_variables_initializer())
+            return saver.save(sess, str(tmp_path / "tf1" / "model"), write_meta_graph=False)
+
+
+def _damaged_copy(ckpt: str, tmp_path: Path, suffix: str, damage) -> str:
+    source = Path(ckpt)
+    copy = tmp_path / "damaged"
+    copy.mkdir()
+    for file in source.parent.glob(source.name + ".*"):
+        shutil.copy(file, copy / file.name)
+    target = next(copy.glob(source.name + suffix))
+    target.write_bytes(damage(target.read_bytes()))
+    return str(copy / source.name)
+
+
+def test_nodes_have_kinds_and_paths(trained):
+    graph = read_object_graph(trained)
+    kernel = graph.node("model/hidden/_kernel")
+    assert kernel.kind == "variable"
+    assert kernel.shape == (3, 4) and kernel.dtype == "float32"
+    assert kernel.checkpoint_key == "model/hidden/_kernel/.ATTRIBUTES/VARIABLE_VALUE"
+    assert graph.node("").kind == "root"
+    assert graph.node("model").kind == "object"
+    assert graph.node("model/hidden").kind == "object"
+    assert graph.node("optimizer").kind == "optimizer"
+    assert graph.node("optimizer/_momentums").kind == "list"
+    assert graph.node("optimizer/_iterations").kind == "variable"
+    # Adam keeps a momentum and a velocity per trainable variable (2 layers x 2).
+    assert len(graph.of_kind("slot variable")) == 8
+    assert {n.shape for n in graph.of_kind("slot variable")} == {(3, 4), (4,), (4, 1), (1,)}
+
+
+def test_paths_match_checkpoint_keys(trained):
+    graph = read_object_graph(trained)
+    keys = {k for k, _ in tf.train.list_variables(trained)} - {"_CHECKPOINTABLE_OBJECT_GRAPH"}
+    variables = [n for n in graph.nodes if n.checkpoint_key]
+    assert {n.checkpoint_key for n in variables} == keys
+    for node in variables:
+        assert node.checkpoint_key == node.path + "/.ATTRIBUTES/VARIABLE_VALUE"
+
+
+def test_edges_are_named(trained):
+    graph = read_object_graph(trained)
+    root_edges = {e.name: graph.by_id(e.child).path for e in graph.children(0)}
+    assert root_edges == {"model": "model", "optimizer": "optimizer", "save_counter": "save_counter"}
+    model = graph.node("model")
+    assert [e.name for e in graph.children(model.id)] == ["hidden", "out"]
+    # The optimizer also reaches the model's kernel: one object, two paths.
+    kernel = graph.node("model/hidden/_kernel")
+    assert len([e for e in graph.edges if e.child == kernel.id]) == 2
+
+
+def test_empty_trackers_are_dropped_unless_asked(trained):
+    kept = read_object_graph(trained)
+    everything = read_object_graph(trained, include_empty=True)
+    assert len(everything.nodes) > len(kept.nodes)
+    assert "optimizer/_trainable_variables_indices" in {n.path for n in everything.nodes}
+    assert "optimizer/_trainable_variables_indices" not in {n.path for n in kept.nodes}
+
+
+def test_unknown_lookups_raise(trained):
+    graph = read_object_graph(trained)
+    with pytest.raises(KeyError, match="no object at path"):
+        graph.node("model/nothing")
+    with pytest.raises(KeyError, match="no node with id"):
+        graph.by_id(10_000)
+    with pytest.raises(ValueError, match="unknown node kind"):
+        graph.of_kind("layer")
+
+
+def test_old_style_optimizer_slots(tmp_path):
+    class Linear(tf.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = tf.Variable(tf.ones([2, 1]), name="w")
+
+    with tf.Graph().as_default():
+        model, optimizer = Linear(), tf.compat.v1.train.AdamOptimizer(0.1)
+        step = optimizer.minimize(tf.reduce_sum(tf.ones([1, 2]) @ model.w), var_list=[model.w])
+        checkpoint = tf.compat.v1.train.Checkpoint(model=model, optimizer=optimizer)
+        with tf.compat.v1.Session() as sess:
+            sess.run(tf.compat.v1.global_variables_initializer())
+            sess.run(step)
+            path = checkpoint.save(str(tmp_path / "legacy"), session=sess)
+    graph = read_object_graph(path)
+    slots = graph.of_kind("slot variable")
+    assert sorted(n.path for n in slots) == [
+        "model/w/.OPTIMIZER_SLOT/optimizer/m",
+        "model/w/.OPTIMIZER_SLOT/optimizer/v",
+    ]
+    assert graph.node("optimizer").kind == "optimizer"
+    w = graph.node("model/w")
+    assert sorted(e.name for e in graph.children(w.id)) == ["m", "v"]
+
+
+def test_plot_returns_a_labelled_figure(trained):
+    fig = plot_object_graph(trained)
+    assert isinstance(fig, Figure)
+    ax = fig.axes[0]
+    texts = [t.get_text() for t in ax.texts]
+    assert "checkpoint" in texts
+    assert "_kernel (3, 4)" in texts and "hidden" in texts and "optimizer" in texts
+    assert any(t.startswith("0: ") and "momentum" in t for t in texts)
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "optimizer slot variable" in legend and "variable" in legend
+    colours = {t.get_text(): t.get_bbox_patch().get_facecolor() for t in ax.texts}
+    assert np.allclose(colours["optimizer"], matplotlib.colors.to_rgba(KIND_COLOURS["optimizer"]))
+    assert "ckpt-1" in ax.get_title()
+    matplotlib.pyplot.close(fig)
+
+
+def test_plot_custom_title(trained):
+    fig = plot_object_graph(trained, title="mine")
+    assert fig.axes[0].get_title() == "mine"
+    matplotlib.pyplot.close(fig)
+
+
+def test_name_based_checkpoint_has_no_graph(name_based):
+    with pytest.raises(NameBasedCheckpointError, match="name-based checkpoint") as caught:
+        read_object_graph(name_based)
+    assert isinstance(caught.value, NotACheckpointError) and isinstance(caught.value, ValueError)
+    with pytest.raises(NameBasedCheckpointError):
+        plot_object_graph(name_based)
+
+
+@pytest.mark.parametrize(
+    "make_path, message",
+    [
+        (lambda d: str(d / "missing" / "ckpt"), "no files"),
+        (lambda d: str(d), "checkpoint"),  # an empty folder
+        (lambda d: str(d / "ckpt-1.index"), "without '.index'"),
+        (lambda d: str(d / "ckpt-1.data-00000-of-00001"), "not a data file"),
+    ],
+)
+def test_wrong_paths(tmp_path, make_path, message):
+    with pytest.raises(NotACheckpointError, match=message):
+        read_object_graph(make_path(tmp_path))
+
+
+def test_a_text_file_is_not_a_checkpoint(tmp_path):
+    (tmp_path / "notes.index").write_text("hello")
+    with pytest.raises(NotACheckpointError, match="sstable"):
+        open_checkpoint(str(tmp_path / "notes"))
+
+
+@pytest.mark.parametrize(
+    "suffix, damage, message",
+    [
+        (".index", lambda b: b[:40], "too short"),
+        (".index", lambda b: b[:0], "too short"),
+        (".index", lambda b: b[: len(b) // 3] + bytes(x ^ 0xFF for x in b[len(b) // 3: len(b) // 3 + 20]) + b[len(b) // 3 + 20:], "corrupt"),
+        (".data-*", lambda b: b[: len(b) // 2], "truncated"),
+        (".data-*", lambda b: b[:-10] + bytes(x ^ 0xFF for x in b[-10:]), "Checksum"),
+    ],
+    ids=["index-truncated", "index-empty", "index-corrupted", "data-truncated", "graph-bytes-corrupted"],
+)
+def test_damaged_checkpoints(trained, tmp_path, suffix, damage, message):
+    damaged = _damaged_copy(trained, tmp_path, suffix, damage)
+    with pytest.raises(NotACheckpointError, match=message):
+        read_object_graph(damaged)
+
+
+def test_missing_data_file(trained, tmp_path):
+    damaged = _damaged_copy(trained, tmp_path, ".index", lambda b: b)
+    next(Path(damaged).parent.glob("*.data-*")).unlink()
+    with pytest.raises(NotACheckpointError, match="No such file"):
+        read_object_graph(damaged)
