@@ -172,26 +172,43 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> st
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip() for line in lines)
 
 
-# Lines of TensorFlow's graph-execution errors that locate the failure rather than explain it.
+# Lines of TensorFlow's errors that locate the failure rather than explain it.
 _ERROR_SCAFFOLDING = re.compile(
-    r"^(Graph execution error:|Detected at node .* defined at|\s+File \"|Node: '|\s*\[\[\{\{node |Original error:)"
+    r"^\s*(Graph execution error:|Detected at node .* defined at|Node: '|\[\[\{\{node |Original error:|in user code:)"
 )
+_STACK_FRAME = re.compile(r'^(?P<indent>\s*)File "')
 
 
 def error_summary(error: BaseException, max_lines: int = 3) -> list[str]:
     """The lines of an error message that say what went wrong.
 
-    TensorFlow's graph-execution errors wrap the one useful sentence in a
-    stack dump ("Detected at node ...", "Original stack trace ..."); those
-    parts are dropped, and the work folder is hidden from what remains.
+    TensorFlow wraps the useful sentence in stack dumps: graph-execution
+    errors add "Detected at node ..." and "Original stack trace ...", and
+    errors raised while tracing a ``tf.function`` quote the failing source
+    line "in user code". Those parts are dropped, a repeated
+    ``ErrorType:`` prefix is removed, and the work folder is hidden.
 
     Example:
-        >>> error_summary(ValueError("first\\n\\n  File \\"x.py\\", line 1\\nsecond"))
-        ['first', 'second']
+        >>> error_summary(ValueError('in user code:\\n  File "cell.py", line 2\\n    f(x)\\n  ValueError: bad x'))
+        ['bad x']
     """
     text = str(error).split("Original stack trace for", 1)[0]
-    lines = [line.rstrip() for line in text.splitlines()]
-    kept = [hide_work_folder(line) for line in lines if line.strip() and not _ERROR_SCAFFOLDING.match(line)]
+    prefix = f"{type(error).__name__}: "
+    kept: list[str] = []
+    frame_indent: int | None = None  # inside a quoted stack frame: skip its source lines
+    for line in text.splitlines():
+        indent = len(line) - len(line.lstrip())
+        if frame_indent is not None and line.strip() and indent > frame_indent:
+            continue
+        frame_indent = None
+        if frame := _STACK_FRAME.match(line):
+            frame_indent = len(frame["indent"])
+            continue
+        if not line.strip() or _ERROR_SCAFFOLDING.match(line):
+            continue
+        if line.strip().startswith(prefix):
+            line = line.strip()[len(prefix):]
+        kept.append(hide_work_folder(line.rstrip()))
     if not kept:
         return [""]
     if len(kept) > max_lines:

@@ -131,3 +131,28 @@ def test_work_folder_before_start(monkeypatch):
     monkeypatch.setattr(notebook, "_work_folder", None)
     with pytest.raises(RuntimeError, match="run start_notebook"):
         notebook.work_folder()
+
+
+def test_error_summary_of_a_graph_execution_error():
+    message = (
+        "Graph execution error:\n\nDetected at node 'w/Read' defined at (most recent call last):\n"
+        '    File "<stdin>", line 5, in <module>\nNode: \'w/Read\'\n'
+        "Could not find variable w.\n\t [[{{node w/Read}}]]\n\nOriginal stack trace for 'w/Read':\n"
+        '  File "/somewhere/ops.py", line 1, in f\n'
+    )
+    assert notebook.error_summary(RuntimeError(message)) == ["Could not find variable w."]
+
+
+def test_error_summary_of_a_tf_function_tracing_error():
+    message = (
+        "in user code:\n\n"
+        '    File "/tmp/ipykernel_26732/1648480633.py", line 6, in sync_arguments  *\n'
+        "        dst.assign(src)\n\n"
+        "    AttributeError: 'SymbolicTensor' object has no attribute 'assign'\n"
+    )
+    assert notebook.error_summary(AttributeError(message)) == ["'SymbolicTensor' object has no attribute 'assign'"]
+
+
+def test_error_summary_keeps_indented_detail_lines():
+    message = "checkpoint 'c' does not match m:\n  missing from the checkpoint: 'b'"
+    assert notebook.error_summary(ValueError(message)) == ["checkpoint 'c' does not match m:", "  missing from the checkpoint: 'b'"]
