@@ -1,0 +1,227 @@
+"""Keep a second copy of a network's weights in memory, and sync it: snapshots and target networks.
+
+Two flavours, side by side:
+
+* graph mode (``tf.compat.v1``): build the network twice under two scopes
+  with one builder, then ``make_sync_op(src_scope, dst_scope, tau)`` makes one
+  op that copies (``tau=1``) or blends (``0 < tau < 1``, a soft or Polyak
+  update) every variable of ``src_scope/`` into its namesake in ``dst_scope/``;
+* eager (TF2): ``copy_weights(src, dst, tau)`` does the same between two Keras
+  models, two ``tf.Module``s or two lists of variables. Call it inside your
+  own ``tf.function`` to make one graph of all the assigns.
+
+Both check the structure first and raise ``StructureMismatchError`` naming
+every variable that does not line up, instead of copying part of it.
+A soft update moves the destination a fraction ``tau`` of the way::
+
+    dst <- (1 - tau) * dst + tau * src
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Sequence
+
+import keras
+import tensorflow as tf
+
+from helpers.errors import StructureMismatchError
+
+__all__ = ["copy_weights", "make_sync_op", "paired_variables"]
+
+_V1 = tf.compat.v1
+
+
+def _check_tau(tau: float) -> float:
+    if isinstance(tau, bool) or not isinstance(tau, numbers.Real):
+        raise TypeError(f"tau must be a number in (0, 1], got {type(tau).__name__}")
+    if not 0.0 < tau <= 1.0:  # also false for NaN
+        raise ValueError(
+            f"tau must be in (0, 1], got {tau}: 1 copies the weights, "
+            "0.01 moves the destination 1% of the way towards the source"
+        )
+    return float(tau)
+
+
+def _scope_prefix(scope: str) -> str:
+    if not isinstance(scope, str) or not scope.strip("/"):
+        raise ValueError(f"a scope must be a non-empty name such as 'online', got {scope!r}")
+    # A trailing slash matters: the collections' own scope filter is a regex
+    # match on the start of the name, so 'net' would also pick 'net_past/w'.
+    return scope.strip("/") + "/"
+
+
+def paired_variables(
+    src_scope: str,
+    dst_scope: str,
+    collection: str = _V1.GraphKeys.TRAINABLE_VARIABLES,
+    graph: tf.Graph | None = None,
+) -> list[tuple[tf.Variable, tf.Variable]]:
+    """Pair the variables under ``src_scope/`` with those under ``dst_scope/`` by relative name.
+
+    ``online/layer1/w`` pairs with ``target/layer1/w``, whatever order the
+    variables were created in. Raises ``StructureMismatchError`` listing every
+    name found on one side only, and every pair whose shape or dtype differs.
+
+    Example:
+        >>> g = tf.Graph()
+        >>> with g.as_default():
+        ...     for scope in ("online", "target"):
+        ...         with tf.compat.v1.variable_scope(scope):
+        ...             _ = tf.compat.v1.get_variable("w", [2], initializer=tf.zeros_initializer())
+        ...     [(s.name, d.name) for s, d in paired_variables("online", "target")]
+        [('online/w:0', 'target/w:0')]
+    """
+    graph = graph or _V1.get_default_graph()
+    src_prefix, dst_prefix = _scope_prefix(src_scope), _scope_prefix(dst_scope)
+    if src_prefix == dst_prefix:
+        raise ValueError(f"source and destination are the same scope {src_prefix!r}")
+    everything = graph.get_collection(collection)
+    src = {v.op.name[len(src_prefix):]: v for v in everything if v.op.name.startswith(src_prefix)}
+    dst = {v.op.name[len(dst_prefix):]: v for v in everything if v.op.name.startswith(dst_prefix)}
+    if not src:
+        raise StructureMismatchError(f"no variables in the {collection!r} collection under {src_prefix!r}")
+    problems = []
+    if set(src) - set(dst):
+        problems.append(f"missing under {dst_prefix}: {_names(set(src) - set(dst))}")
+    if set(dst) - set(src):
+        problems.append(f"only under {dst_prefix}: {_names(set(dst) - set(src))}")
+    for name in sorted(set(src) & set(dst)):
+        problems += _differences(repr(name), src[name], dst[name], src_prefix, dst_prefix)
+    if problems:
+        raise StructureMismatchError(
+            f"cannot sync {src_prefix!r} into {dst_prefix!r}:\n  " + "\n  ".join(problems)
+        )
+    return [(src[name], dst[name]) for name in sorted(src)]
+
+
+def make_sync_op(
+    src_scope: str,
+    dst_scope: str,
+    tau: float = 1.0,
+    *,
+    collection: str = _V1.GraphKeys.TRAINABLE_VARIABLES,
+    name: str = "sync",
+) -> tf.Operation:
+    """One graph op that copies (or softly blends) ``src_scope/`` into ``dst_scope/``.
+
+    Variables are paired by their name relative to the scope (see
+    ``paired_variables``). By default only trainable variables are synced;
+    pass ``collection=tf.compat.v1.GraphKeys.GLOBAL_VARIABLES`` to include
+    non-trainable state such as moving averages (optimizer slots created
+    under the scope then have to exist on both sides too). Build the op ONCE,
+    outside the training loop, and run it as often as you like.
+
+    Example:
+        >>> g = tf.Graph()
+        >>> with g.as_default():
+        ...     for scope, value in (("online", 1.0), ("target", 0.0)):
+        ...         with tf.compat.v1.variable_scope(scope):
+        ...             _ = tf.compat.v1.get_variable("w", [2], initializer=tf.constant_initializer(value))
+        ...     soft = make_sync_op("online", "target", tau=0.25)
+        ...     with tf.compat.v1.Session() as sess:
+        ...         sess.run(tf.compat.v1.global_variables_initializer())
+        ...         sess.run(soft)
+        ...         sess.run(soft)
+        ...         print(sess.run(tf.compat.v1.trainable_variables("target/")[0]))
+        [0.4375 0.4375]
+    """
+    tau = _check_tau(tau)
+    if tf.executing_eagerly():
+        raise RuntimeError(
+            "make_sync_op builds a graph-mode op: call it inside `with graph.as_default():`; "
+            "in eager code use copy_weights"
+        )
+    pairs = paired_variables(src_scope, dst_scope, collection)
+    return tf.group(*[_assign(dst, src, tau) for src, dst in pairs], name=name)
+
+
+def copy_weights(src, dst, tau: float = 1.0) -> int:
+    """Copy (``tau=1``) or blend (``0 < tau < 1``) the weights of ``src`` into ``dst``; eager.
+
+    ``src`` and ``dst`` are two Keras models (or layers), two ``tf.Module``s,
+    or two lists of variables, of the same structure: variables are paired
+    in order (``model.weights``, ``module.variables``), and each pair must
+    have the same short name (``kernel``, ``bias``: the last part of the
+    name), shape and dtype. Returns the number of variables written.
+
+    Call it eagerly, or inside your own ``tf.function`` to turn all the
+    assigns into one graph: there, let the function close over the models.
+    A Keras 3 variable passed AS AN ARGUMENT of a ``tf.function`` arrives as
+    a read-only tensor, and this function says so.
+
+    Example:
+        >>> online = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1, kernel_initializer="ones")])
+        >>> target = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1, kernel_initializer="zeros")])
+        >>> copy_weights(online, target, tau=0.5)
+        2
+        >>> target.layers[0].kernel.numpy().ravel().tolist()
+        [0.5, 0.5]
+    """
+    tau = _check_tau(tau)
+    src_vars, dst_vars = _variables_of(src, "src"), _variables_of(dst, "dst")
+    problems = []
+    if len(src_vars) != len(dst_vars):
+        problems.append(f"src has {len(src_vars)} variables, dst has {len(dst_vars)}")
+    for index, (s, d) in enumerate(zip(src_vars, dst_vars)):
+        if _leaf(s) != _leaf(d):
+            problems.append(f"variable {index} is {_leaf(s)!r} in src but {_leaf(d)!r} in dst")
+        problems += _differences(f"variable {index} ({_leaf(s)})", s, d, "src", "dst")
+    if problems:
+        raise StructureMismatchError("cannot copy src into dst:\n  " + "\n  ".join(problems))
+    for s, d in zip(src_vars, dst_vars):
+        _assign(d, s, tau)
+    return len(src_vars)
+
+
+def _variables_of(obj, what: str) -> list:
+    if isinstance(obj, keras.layers.Layer):
+        variables = list(obj.weights)
+        if not variables:
+            raise ValueError(
+                f"{what} has no weights yet: a Keras model makes them when it is built "
+                "(give it an Input, or call it once)"
+            )
+    elif isinstance(obj, tf.Module):
+        variables = list(obj.variables)
+    elif isinstance(obj, Sequence) and not isinstance(obj, str):
+        variables = list(obj)
+    else:
+        raise TypeError(
+            f"{what} must be a Keras model or layer, a tf.Module or a list of variables, "
+            f"got {type(obj).__name__}"
+        )
+    for variable in variables:
+        if isinstance(variable, tf.Tensor):
+            raise TypeError(
+                f"{what} holds a tensor, not a variable: a Keras variable passed as an argument "
+                "of a tf.function arrives as a tensor; let the function close over the model instead"
+            )
+        if not hasattr(variable, "assign"):
+            raise TypeError(f"{what} holds a {type(variable).__name__}, not a variable")
+    return variables
+
+
+def _assign(dst, src, tau: float):
+    if tau == 1.0:
+        return dst.assign(src)
+    return dst.assign((1.0 - tau) * dst + tau * src)
+
+
+def _leaf(variable) -> str:
+    return variable.name.split(":")[0].rsplit("/", 1)[-1]
+
+
+def _differences(label: str, src, dst, src_side: str, dst_side: str) -> list[str]:
+    problems = []
+    src_shape, dst_shape = tuple(src.shape), tuple(dst.shape)
+    if src_shape != dst_shape:
+        problems.append(f"{label} has shape {src_shape} in {src_side}, {dst_shape} in {dst_side}")
+    src_dtype, dst_dtype = tf.as_dtype(src.dtype).name, tf.as_dtype(dst.dtype).name
+    if src_dtype != dst_dtype:
+        problems.append(f"{label} has dtype {src_dtype} in {src_side}, {dst_dtype} in {dst_side}")
+    return problems
+
+
+def _names(names) -> str:
+    return ", ".join(repr(name) for name in sorted(names))

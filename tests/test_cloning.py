@@ -1,0 +1,246 @@
+"""Unit tests of helpers.cloning: copies are complete, independent, and bad input is refused."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from helpers.cloning import ClonedSubgraph, clone_subgraph, give_own_shared_names, rebuild_variables
+from helpers.errors import StructureMismatchError
+
+V1 = tf.compat.v1
+ONES = np.ones((2, 3), np.float32)
+
+
+@pytest.fixture
+def net():
+    """x -> pre (a variable of its own) -> a -> net (two layers) -> y, in a fresh graph."""
+    graph = tf.Graph()
+    with graph.as_default():
+        V1.set_random_seed(0)
+        x = V1.placeholder(tf.float32, [None, 3], name="x")
+        with V1.variable_scope("pre"):
+            a = tf.nn.relu(tf.matmul(x, V1.get_variable("w", [3, 3])), name="a")
+        with V1.variable_scope("net"):
+            w1 = V1.get_variable("w1", [3, 4])
+            b1 = V1.get_variable("b1", [4], initializer=tf.zeros_initializer())
+            steps = V1.get_variable("steps", [], trainable=False, initializer=tf.zeros_initializer())
+            h = tf.nn.relu(tf.matmul(a, w1) + b1, name="h")
+            y = tf.identity(tf.matmul(h, V1.get_variable("w2", [4, 1])) + 0.0 * steps, name="y")
+    return {"graph": graph, "x": x, "a": a, "h": h, "y": y, "w1": w1}
+
+
+def _run(graph, fetches, feed):
+    with graph.as_default(), V1.Session() as sess:
+        sess.run(V1.global_variables_initializer())
+        return sess.run(fetches, feed)
+
+
+def test_clone_has_its_own_registered_variables(net):
+    with net["graph"].as_default():
+        copy = clone_subgraph(net["y"], net["a"], [net["a"]], "copy")
+    assert isinstance(copy, ClonedSubgraph)
+    assert copy.scope == "copy"
+    names = [v.name for v in copy.variables]
+    assert names == ["copy/net/w1:0", "copy/net/b1:0", "copy/net/steps:0", "copy/net/w2:0"]
+    assert [v.name for v in copy.source_variables] == [n.replace("copy/", "") for n in names]
+    assert all(isinstance(v, tf.Variable) for v in copy.variables)
+    graph = net["graph"]
+    assert set(names) <= {v.name for v in graph.get_collection(V1.GraphKeys.GLOBAL_VARIABLES)}
+    trainable = {v.name for v in graph.get_collection(V1.GraphKeys.TRAINABLE_VARIABLES)}
+    assert {"copy/net/w1:0", "copy/net/b1:0", "copy/net/w2:0"} <= trainable
+    assert "copy/net/steps:0" not in trainable
+    assert not any(name.startswith("copy/pre/") for name in names)  # cut at the input
+
+
+def test_clone_computes_the_same_and_is_independent(net):
+    graph = net["graph"]
+    with graph.as_default():
+        copy = clone_subgraph([net["y"]], [net["a"]], [net["a"]], "copy")
+        with V1.Session() as sess:
+            sess.run(V1.global_variables_initializer())
+            before = sess.run([net["y"], copy.outputs[0]], {net["x"]: ONES})
+            sess.run(net["w1"].assign(tf.zeros([3, 4])))
+            after = sess.run([net["y"], copy.outputs[0]], {net["x"]: ONES})
+    np.testing.assert_allclose(before[0], before[1])  # same initial values (seeds copied)
+    assert not np.allclose(after[0], after[1])
+    np.testing.assert_allclose(after[1], before[1])  # the copy did not follow the original
+
+
+def test_initializer_initializes_only_the_copy(net):
+    graph = net["graph"]
+    with graph.as_default():
+        copy = clone_subgraph(net["y"], net["a"], None, "copy")
+        with V1.Session() as sess:
+            sess.run(copy.initializer)
+            uninitialized = sess.run(V1.report_uninitialized_variables())
+            value = sess.run(copy.outputs[0], {copy.inputs[0]: np.ones((2, 3))})
+    assert sorted(uninitialized.astype(str)) == ["net/b1", "net/steps", "net/w1", "net/w2", "pre/w"]
+    assert value.shape == (2, 1)
+
+
+def test_without_replacements_the_copy_gets_placeholders(net):
+    with net["graph"].as_default():
+        copy = clone_subgraph(net["y"], net["x"], None, "copy")
+    [own] = copy.inputs
+    assert own.op.type == "Placeholder" and own.name.startswith("copy/")
+    assert own.shape.as_list() == [None, 3]
+    assert len(copy.variables) == 5  # pre/w is between x and y now
+    value = _run(net["graph"], copy.outputs[0], {own: ONES})
+    assert value.shape == (2, 1)
+
+
+def test_replacements_as_a_mapping_and_a_new_tensor(net):
+    graph = net["graph"]
+    with graph.as_default():
+        other = V1.placeholder(tf.float32, [None, 3], name="other")
+        copy = clone_subgraph([net["y"]], [net["a"]], {net["a"]: other}, "copy")
+    assert copy.inputs == [other]
+    out, original = _run(graph, [copy.outputs[0], net["y"]], {other: ONES, net["x"]: ONES})
+    assert out.shape == (2, 1) and original.shape == (2, 1)
+
+
+def test_scope_taken_is_made_unique_and_clone_of_clone_works(net):
+    with net["graph"].as_default():
+        first = clone_subgraph(net["y"], net["a"], None, "copy")
+        second = clone_subgraph(first.outputs, first.inputs, None, "copy")
+    assert second.scope == "copy_1"
+    assert second.variables[0].name == "copy_1/copy/net/w1:0"
+    assert _run(net["graph"], second.outputs[0], {second.inputs[0]: ONES}).shape == (2, 1)
+
+
+def test_an_output_that_is_an_input_maps_to_its_replacement(net):
+    with net["graph"].as_default():
+        copy = clone_subgraph([net["y"], net["h"]], [net["h"]], None, "copy")
+    assert copy.outputs[1] is copy.inputs[0]
+    assert [v.name for v in copy.variables] == ["copy/net/steps:0", "copy/net/w2:0"]
+
+
+def test_the_copy_can_be_trained_and_saved(net, tmp_path):
+    graph = net["graph"]
+    with graph.as_default():
+        copy = clone_subgraph(net["y"], net["a"], [net["a"]], "copy")
+        loss = tf.reduce_mean(tf.square(copy.outputs[0] - 1.0))
+        train = V1.train.GradientDescentOptimizer(0.1).minimize(loss, var_list=copy.variables)
+        saver = V1.train.Saver()
+        with V1.Session() as sess:
+            sess.run(V1.global_variables_initializer())
+            original_before = sess.run(net["y"], {net["x"]: ONES})
+            losses = [sess.run([loss, train], {net["x"]: ONES})[0] for _ in range(3)]
+            original_after = sess.run(net["y"], {net["x"]: ONES})
+            path = saver.save(sess, str(tmp_path / "m"))
+    assert losses[-1] < losses[0]
+    np.testing.assert_allclose(original_before, original_after)
+    saved = {name for name, _ in tf.train.list_variables(path)}
+    assert {"copy/net/w1", "copy/net/w2", "net/w1"} <= saved
+
+
+def test_output_not_depending_on_inputs(net):
+    with net["graph"].as_default(), pytest.raises(ValueError, match="'pre/a:0' does not depend on any"):
+        clone_subgraph(net["a"], net["y"], None, "bad")
+
+
+def test_unused_input(net):
+    with net["graph"].as_default(), pytest.raises(ValueError, match=r"no output depends on the inputs \['pre/a:0'\]"):
+        clone_subgraph(net["y"], [net["h"], net["a"]], None, "bad")
+
+
+def test_placeholder_not_among_inputs(net):
+    with net["graph"].as_default():
+        scale = V1.placeholder(tf.float32, [], name="scale")
+        with pytest.raises(ValueError, match=r"placeholders \['scale:0'\], which are not among the inputs"):
+            clone_subgraph(net["y"] * scale, net["a"], None, "bad")
+        shared = clone_subgraph(net["y"] * scale, [net["a"], scale], [net["a"], scale], "ok")
+    assert shared.inputs[1] is scale
+
+
+def test_replacement_with_wrong_dtype(net):
+    with net["graph"].as_default():
+        wrong = V1.placeholder(tf.int32, [None, 3], name="ints")
+        with pytest.raises(StructureMismatchError, match="'ints:0' for input 'pre/a:0' has dtype int32, the input is float32"):
+            clone_subgraph(net["y"], net["a"], [wrong], "bad")
+
+
+def test_replacement_with_wrong_shape(net):
+    with net["graph"].as_default():
+        wrong = V1.placeholder(tf.float32, [None, 5], name="wide")
+        with pytest.raises(StructureMismatchError, match=r"has shape \(None, 5\), which does not fit the input's \(None, 3\)"):
+            clone_subgraph(net["y"], net["a"], [wrong], "bad")
+
+
+def test_bad_arguments(net):
+    graph = net["graph"]
+    with graph.as_default():
+        with pytest.raises(ValueError, match="2 replacements"):
+            clone_subgraph(net["y"], net["a"], [net["a"], net["a"]], "bad")
+        with pytest.raises(ValueError, match="not inputs"):
+            clone_subgraph(net["y"], net["a"], {net["x"]: net["a"]}, "bad")
+        with pytest.raises(TypeError, match="replacements must be tf.Tensor"):
+            clone_subgraph(net["y"], net["a"], [np.ones((2, 3))], "bad")
+        with pytest.raises(TypeError, match="outputs must hold tf.Tensor"):
+            clone_subgraph(["y:0"], net["a"], None, "bad")
+        with pytest.raises(ValueError, match="inputs is empty"):
+            clone_subgraph(net["y"], [], None, "bad")
+        with pytest.raises(ValueError, match="scope must be a non-empty name"):
+            clone_subgraph(net["y"], net["a"], None, "")
+    with pytest.raises(ValueError, match="eager tensor"):
+        clone_subgraph(tf.constant(1.0), net["a"], None, "bad")
+    with tf.Graph().as_default():
+        elsewhere = V1.placeholder(tf.float32, [None, 3])
+    with pytest.raises(ValueError, match="another graph"):
+        clone_subgraph(net["y"], net["a"], [elsewhere], "bad")
+
+
+def test_variable_without_python_object():
+    graph = tf.Graph()
+    with graph.as_default():
+        x = V1.placeholder(tf.float32, [2], name="x")
+        v = V1.get_variable("v", [2], initializer=tf.zeros_initializer())
+        y = x + v
+        graph.clear_collection(V1.GraphKeys.GLOBAL_VARIABLES)
+        with pytest.raises(ValueError, match=r"\['v'\] have no tf.Variable"):
+            clone_subgraph(y, x, None, "bad")
+
+
+def test_give_own_shared_names_leaves_the_input_alone():
+    graph = tf.Graph()
+    with graph.as_default():
+        V1.get_variable("w", [2], initializer=tf.zeros_initializer())
+        tf.raw_ops.MutableHashTable(key_dtype=tf.string, value_dtype=tf.int64, shared_name="table", name="t")
+        tf.constant(1.0, name="c")
+    original = graph.as_graph_def()
+    fixed = give_own_shared_names(original, "copy/")
+    shared = {n.name: n.attr["shared_name"].s for n in fixed.node if "shared_name" in n.attr}
+    assert shared == {"w": b"copy/w", "t": b"copy/t"}
+    assert {n.name: n.attr["shared_name"].s for n in original.node if "shared_name" in n.attr} == {
+        "w": b"w", "t": b"table"}
+    assert "shared_name" not in next(n for n in fixed.node if n.name == "c").attr
+
+
+def test_rebuild_variables_needs_the_initializer():
+    graph = tf.Graph()
+    with graph.as_default():
+        v = V1.get_variable("w", [2], initializer=tf.zeros_initializer())
+        only_handle = tf.compat.v1.graph_util.extract_sub_graph(graph.as_graph_def(), ["w"])
+        tf.compat.v1.import_graph_def(give_own_shared_names(only_handle, "copy"), name="copy")
+        with pytest.raises(ValueError, match="cannot rebuild 'w:0' under 'copy'"):
+            rebuild_variables([v], "copy")
+
+
+def test_rebuild_variables_keeps_local_variables_local():
+    graph = tf.Graph()
+    with graph.as_default():
+        count = V1.get_variable("count", [], initializer=tf.zeros_initializer(), trainable=False,
+                                collections=[V1.GraphKeys.LOCAL_VARIABLES])
+        keep = ["count/Assign", "count/Read/ReadVariableOp"]
+        sub = tf.compat.v1.graph_util.extract_sub_graph(graph.as_graph_def(), keep)
+        tf.compat.v1.import_graph_def(give_own_shared_names(sub, "copy"), name="copy")
+        [copy] = rebuild_variables([count], "copy")
+    assert copy.name == "copy/count:0"
+    def names(key):
+        return [v.name for v in graph.get_collection(key)]
+
+    assert names(V1.GraphKeys.LOCAL_VARIABLES) == ["count:0", "copy/count:0"]
+    assert names(V1.GraphKeys.GLOBAL_VARIABLES) == []
+    assert names(V1.GraphKeys.TRAINABLE_VARIABLES) == []

@@ -1,0 +1,233 @@
+"""Unit tests of helpers.state_sync: hard and soft syncs, graph and eager, and every refusal."""
+
+from __future__ import annotations
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from helpers.errors import StructureMismatchError
+from helpers.state_sync import copy_weights, make_sync_op, paired_variables
+
+V1 = tf.compat.v1
+
+
+def _scoped(scope: str, value: float, shapes=None, extra: str | None = None):
+    """Variables w [2, 3] and b [3] (plus an optional extra) under ``scope``, all equal to ``value``."""
+    shapes = shapes or {"layer/w": [2, 3], "layer/b": [3]}
+    if extra:
+        shapes = {**shapes, extra: [1]}
+    with V1.variable_scope(scope):
+        for name, shape in shapes.items():
+            V1.get_variable(name, shape, initializer=tf.constant_initializer(value))
+
+
+def _values(sess, scope: str) -> dict[str, np.ndarray]:
+    found = [v for v in V1.global_variables() if v.op.name.startswith(scope + "/")]
+    return {v.op.name[len(scope) + 1:]: sess.run(v) for v in found}
+
+
+# --- graph mode -------------------------------------------------------------------------------
+
+
+def test_hard_sync_copies_by_relative_name_whatever_the_creation_order():
+    with tf.Graph().as_default():
+        _scoped("online", 1.0)
+        _scoped("target", 0.0, shapes={"layer/b": [3], "layer/w": [2, 3]})  # other order
+        sync = make_sync_op("online", "target")
+        with V1.Session() as sess:
+            sess.run(V1.global_variables_initializer())
+            sess.run(sync)
+            target = _values(sess, "target")
+    assert isinstance(sync, tf.Operation)
+    np.testing.assert_array_equal(target["layer/w"], np.ones((2, 3)))
+    np.testing.assert_array_equal(target["layer/b"], np.ones(3))
+
+
+def test_soft_sync_moves_a_fraction_tau_each_run():
+    with tf.Graph().as_default():
+        _scoped("online", 1.0)
+        _scoped("target", 0.0)
+        soft = make_sync_op("online/", "target/", tau=0.1, name="soft")
+        with V1.Session() as sess:
+            sess.run(V1.global_variables_initializer())
+            for _ in range(3):
+                sess.run(soft)
+            target, online = _values(sess, "target"), _values(sess, "online")
+    assert soft.name == "soft"
+    np.testing.assert_allclose(target["layer/w"], np.full((2, 3), 1 - 0.9**3), rtol=1e-6)
+    np.testing.assert_array_equal(online["layer/w"], np.ones((2, 3)))  # the source is untouched
+
+
+def test_a_scope_that_is_a_prefix_of_another_is_not_confused():
+    with tf.Graph().as_default():
+        _scoped("net", 1.0)
+        _scoped("net_past", 0.0)
+        _scoped("net_past_2", 5.0)
+        pairs = paired_variables("net", "net_past")
+        sync = make_sync_op("net", "net_past")
+        with V1.Session() as sess:
+            sess.run(V1.global_variables_initializer())
+            sess.run(sync)
+            untouched = _values(sess, "net_past_2")
+    assert [(s.name, d.name) for s, d in pairs] == [
+        ("net/layer/b:0", "net_past/layer/b:0"), ("net/layer/w:0", "net_past/layer/w:0")]
+    np.testing.assert_array_equal(untouched["layer/w"], np.full((2, 3), 5.0))
+
+
+def test_only_trainable_by_default_and_global_on_request():
+    with tf.Graph().as_default():
+        for scope, value in (("online", 1.0), ("target", 0.0)):
+            with V1.variable_scope(scope):
+                V1.get_variable("w", [2], initializer=tf.constant_initializer(value))
+                V1.get_variable("mean", [2], trainable=False, initializer=tf.constant_initializer(value))
+        trainable = make_sync_op("online", "target")
+        everything = make_sync_op("online", "target", collection=V1.GraphKeys.GLOBAL_VARIABLES)
+        with V1.Session() as sess:
+            sess.run(V1.global_variables_initializer())
+            sess.run(trainable)
+            after_trainable = _values(sess, "target")
+            sess.run(everything)
+            after_everything = _values(sess, "target")
+    assert after_trainable["w"].tolist() == [1.0, 1.0] and after_trainable["mean"].tolist() == [0.0, 0.0]
+    assert after_everything["mean"].tolist() == [1.0, 1.0]
+
+
+def test_missing_and_extra_variables_are_named():
+    with tf.Graph().as_default():
+        _scoped("online", 1.0, extra="layer/gain")
+        _scoped("target", 0.0, extra="layer/scale")
+        with pytest.raises(StructureMismatchError) as caught:
+            make_sync_op("online", "target")
+    message = str(caught.value)
+    assert "cannot sync 'online/' into 'target/'" in message
+    assert "missing under target/: 'layer/gain'" in message
+    assert "only under target/: 'layer/scale'" in message
+
+
+def test_shape_and_dtype_mismatches_are_named():
+    with tf.Graph().as_default():
+        _scoped("online", 1.0)
+        _scoped("target", 0.0, shapes={"layer/w": [3, 3], "layer/b": [3]})
+        with V1.variable_scope("online"):
+            V1.get_variable("k", [1], dtype=tf.float64)
+        with V1.variable_scope("target"):
+            V1.get_variable("k", [1], dtype=tf.float32)
+        with pytest.raises(StructureMismatchError) as caught:
+            paired_variables("online", "target")
+    message = str(caught.value)
+    assert "'layer/w' has shape (2, 3) in online/, (3, 3) in target/" in message
+    assert "'k' has dtype float64 in online/, float32 in target/" in message
+
+
+def test_graph_mode_argument_errors():
+    with tf.Graph().as_default():
+        _scoped("online", 1.0)
+        with pytest.raises(StructureMismatchError, match="no variables .* under 'nothing/'"):
+            make_sync_op("nothing", "online")
+        with pytest.raises(ValueError, match="the same scope 'online/'"):
+            make_sync_op("online", "online/")
+        with pytest.raises(ValueError, match="non-empty name"):
+            make_sync_op("", "online")
+        for tau in (0.0, -0.5, 1.5, float("nan")):
+            with pytest.raises(ValueError, match=r"tau must be in \(0, 1\]"):
+                make_sync_op("online", "target", tau=tau)
+        with pytest.raises(TypeError, match="tau must be a number"):
+            make_sync_op("online", "target", tau="0.5")
+        with pytest.raises(TypeError, match="tau must be a number"):
+            make_sync_op("online", "target", tau=True)
+    with pytest.raises(RuntimeError, match="graph-mode op"):
+        make_sync_op("online", "target")
+
+
+# --- eager --------------------------------------------------------------------------------------
+
+
+def _mlp(seed: int, width: int = 4) -> keras.Model:
+    keras.utils.set_random_seed(seed)
+    return keras.Sequential([keras.Input((3,)), keras.layers.Dense(width, activation="relu"),
+                             keras.layers.Dense(1)])
+
+
+def test_copy_weights_between_keras_models():
+    online, target = _mlp(0), _mlp(1)
+    x = np.ones((2, 3), np.float32)
+    assert not np.allclose(online(x), target(x))
+    assert copy_weights(online, target) == 4
+    np.testing.assert_allclose(online(x), target(x))
+    online.layers[0].kernel.assign(np.zeros((3, 4), np.float32))
+    assert not np.allclose(online(x), target(x))  # a copy, not an alias
+
+
+def test_copy_weights_soft_update_for_keras_models():
+    online, target = _mlp(0), _mlp(1)
+    before = [w.copy() for w in target.get_weights()]
+    copy_weights(online, target, tau=0.25)
+    for blended, old, new in zip(target.get_weights(), before, online.get_weights()):
+        np.testing.assert_allclose(blended, 0.75 * old + 0.25 * new, rtol=1e-6)
+
+
+def test_copy_weights_between_modules_and_lists():
+    class Net(tf.Module):
+        def __init__(self, value: float) -> None:
+            super().__init__()
+            self.w = tf.Variable(tf.fill([2, 2], value), name="w")
+            self.b = tf.Variable(tf.fill([2], value), name="b")
+
+    src, dst = Net(1.0), Net(0.0)
+    assert copy_weights(src, dst, tau=0.5) == 2
+    np.testing.assert_allclose(dst.w.numpy(), np.full((2, 2), 0.5))
+    assert copy_weights([src.w, src.b], [dst.w, dst.b]) == 2
+    np.testing.assert_allclose(dst.b.numpy(), np.ones(2))
+
+
+def test_copy_weights_inside_a_tf_function_closing_over_the_models():
+    online, target = _mlp(0), _mlp(1)
+
+    @tf.function
+    def sync() -> None:
+        copy_weights(online, target)
+
+    sync()
+    for a, b in zip(online.get_weights(), target.get_weights()):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_keras_variables_passed_as_tf_function_arguments_get_a_clear_error():
+    online, target = _mlp(0), _mlp(1)
+
+    @tf.function
+    def sync(src, dst) -> None:
+        copy_weights(list(src), list(dst))
+
+    with pytest.raises(TypeError, match="close over the model"):
+        sync(online.weights, target.weights)
+
+
+def test_copy_weights_refuses_other_structures():
+    with pytest.raises(StructureMismatchError, match=r"variable 0 \(kernel\) has shape \(3, 4\) in src, \(3, 5\) in dst"):
+        copy_weights(_mlp(0), _mlp(1, width=5))
+    src = [tf.Variable([1.0], name="w"), tf.Variable([1.0], name="b")]
+    dst = [tf.Variable([0.0], name="b"), tf.Variable([0.0], name="w")]
+    with pytest.raises(StructureMismatchError, match="variable 0 is 'w' in src but 'b' in dst"):
+        copy_weights(src, dst)
+    with pytest.raises(StructureMismatchError, match="src has 2 variables, dst has 1"):
+        copy_weights(src, dst[:1])
+    with pytest.raises(StructureMismatchError, match="dtype float64 in src, float32 in dst"):
+        copy_weights([tf.Variable([1.0], dtype=tf.float64, name="w")], [tf.Variable([1.0], name="w")])
+    np.testing.assert_array_equal(dst[0].numpy(), [0.0])  # nothing was written
+
+
+def test_copy_weights_argument_errors():
+    model = _mlp(0)
+    with pytest.raises(ValueError, match=r"tau must be in \(0, 1\]"):
+        copy_weights(model, model, tau=0)
+    with pytest.raises(TypeError, match="must be a Keras model or layer"):
+        copy_weights({"w": 1}, model)
+    with pytest.raises(TypeError, match="holds a tensor, not a variable"):
+        copy_weights([tf.constant(1.0)], [tf.Variable(1.0)])
+    with pytest.raises(TypeError, match="holds a ndarray, not a variable"):
+        copy_weights(model, model.get_weights())
+    with pytest.raises(ValueError, match="has no weights yet"):
+        copy_weights(keras.Sequential([keras.layers.Dense(1)]), model)
