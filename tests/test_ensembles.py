@@ -1,0 +1,365 @@
+"""Unit tests of helpers.ensembles (many models of one architecture, side by side)."""
+
+from __future__ import annotations
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from helpers.ensembles import (
+    VectorizedEnsemble,
+    checkpoint_prefix,
+    load_keras_ensemble,
+    majority_vote,
+    restore_into_scope,
+    scope_variables,
+)
+from helpers.errors import CheckpointMismatchError, NotACheckpointError, StructureMismatchError
+
+tf1 = tf.compat.v1
+
+
+def build_net(x: tf.Tensor, hidden: int = 3, dtype=tf.float32) -> tf.Tensor:
+    """A two-layer graph-mode network made of get_variable and plain ops."""
+    w1 = tf1.get_variable("dense/kernel", shape=[2, hidden], dtype=dtype)
+    b1 = tf1.get_variable("dense/bias", shape=[hidden], dtype=dtype, initializer=tf1.zeros_initializer())
+    w2 = tf1.get_variable("out/kernel", shape=[hidden, 1], dtype=dtype)
+    return tf.matmul(tf.nn.relu(tf.matmul(x, w1) + b1), w2)
+
+
+def save_net(prefix: str, value: float, hidden: int = 3, dtype=tf.float32, extra: bool = False) -> str:
+    """Save a network whose every weight equals ``value``, without any scope."""
+    with tf.Graph().as_default():
+        tf1.set_random_seed(0)
+        build_net(tf1.placeholder(dtype, [None, 2]), hidden, dtype)
+        if extra:
+            tf1.get_variable("global_step", initializer=0)
+        saver = tf1.train.Saver()
+        with tf1.Session() as sess:
+            sess.run(tf1.global_variables_initializer())
+            for variable in tf1.global_variables():
+                if variable.dtype.base_dtype.is_floating:
+                    sess.run(variable.assign(np.full(variable.shape, value)))
+            return saver.save(sess, prefix)
+
+
+@pytest.fixture
+def checkpoints(tmp_path) -> list[str]:
+    return [save_net(str(tmp_path / f"model_{i}"), float(i)) for i in (1, 2, 3)]
+
+
+@pytest.fixture
+def three_scopes():
+    """A graph with the network built under m1/, m2/, m3/, and a session."""
+    graph = tf.Graph()
+    with graph.as_default():
+        tf1.set_random_seed(0)
+        x = tf1.placeholder(tf.float32, [None, 2], name="x")
+        outputs = []
+        for i in (1, 2, 3):
+            with tf1.variable_scope(f"m{i}"):
+                outputs.append(build_net(x))
+        sess = tf1.Session(graph=graph)
+        sess.run(tf1.global_variables_initializer())
+    yield graph, sess, x, outputs
+    sess.close()
+
+
+# ---------------------------------------------------------------- checkpoint_prefix
+
+
+def test_checkpoint_prefix_accepts_a_prefix_and_a_folder(checkpoints, tmp_path):
+    assert checkpoint_prefix(checkpoints[0]) == checkpoints[0]
+    # the folder's 'checkpoint' file names the last one saved
+    assert checkpoint_prefix(tmp_path) == checkpoints[-1]
+
+
+@pytest.mark.parametrize(
+    "make_path, reason",
+    [
+        (lambda prefix: prefix + "_missing", "no checkpoint files with this prefix"),
+        (lambda prefix: prefix + ".index", "pass the prefix"),
+        (lambda prefix: prefix + ".meta", "pass the prefix"),
+    ],
+)
+def test_checkpoint_prefix_refuses_bad_paths(checkpoints, make_path, reason):
+    with pytest.raises(NotACheckpointError, match=reason):
+        checkpoint_prefix(make_path(checkpoints[0]))
+
+
+def test_checkpoint_prefix_refuses_an_empty_folder(tmp_path):
+    with pytest.raises(NotACheckpointError, match="no 'checkpoint' file"):
+        checkpoint_prefix(tmp_path)
+
+
+def test_checkpoint_prefix_refuses_a_plain_file(tmp_path):
+    (tmp_path / "notes.txt").write_text("hello")
+    with pytest.raises(NotACheckpointError, match="not a checkpoint prefix"):
+        checkpoint_prefix(tmp_path / "notes.txt")
+
+
+def test_checkpoint_prefix_refuses_a_corrupt_index(tmp_path):
+    (tmp_path / "broken.index").write_bytes(b"not a table")
+    with pytest.raises(NotACheckpointError, match="cannot read"):
+        checkpoint_prefix(tmp_path / "broken")
+
+
+# ---------------------------------------------------------------- scope_variables
+
+
+def test_scope_variables_keys_by_name_inside_the_scope(three_scopes):
+    graph, *_ = three_scopes
+    found = scope_variables(graph, "m2/")
+    assert sorted(found) == ["dense/bias", "dense/kernel", "out/kernel"]
+    assert all(variable.op.name.startswith("m2/") for variable in found.values())
+
+
+# ---------------------------------------------------------------- restore_into_scope
+
+
+def test_restore_into_scope_fills_each_scope_from_its_checkpoint(checkpoints, three_scopes):
+    graph, sess, x, outputs = three_scopes
+    for i, prefix in enumerate(checkpoints, start=1):
+        saver = restore_into_scope(sess, prefix, f"m{i}")
+        assert isinstance(saver, tf1.train.Saver)
+    for i in (1, 2, 3):
+        for variable in scope_variables(graph, f"m{i}").values():
+            np.testing.assert_array_equal(sess.run(variable), np.full(variable.shape, float(i)))
+    # for x = [1, 1], every hidden unit is 2 i + i = 3 i, and the output 3 * 3 i * i = 9 i**2
+    answers = sess.run(outputs, {x: [[1.0, 1.0]]})
+    assert [float(a[0, 0]) for a in answers] == [9.0, 36.0, 81.0]
+
+
+def test_restore_into_scope_adds_no_ops_the_second_time(checkpoints, three_scopes):
+    graph, sess, *_ = three_scopes
+    first = restore_into_scope(sess, checkpoints[0], "m1")
+    ops_before = len(graph.get_operations())
+    second = restore_into_scope(sess, checkpoints[2], "m1")
+    assert len(graph.get_operations()) == ops_before
+    assert second is first
+    value = sess.run(scope_variables(graph, "m1")["out/kernel"])
+    np.testing.assert_array_equal(value, np.full((3, 1), 3.0))
+
+
+def test_restore_into_scope_builds_one_saver_per_scope(checkpoints, three_scopes):
+    graph, sess, *_ = three_scopes
+    ops_before = len(graph.get_operations())
+    saver_1 = restore_into_scope(sess, checkpoints[0], "m1")
+    grown_by_one = len(graph.get_operations()) - ops_before
+    saver_2 = restore_into_scope(sess, checkpoints[0], "m2")
+    assert saver_1 is not saver_2
+    assert len(graph.get_operations()) - ops_before == 2 * grown_by_one
+
+
+def test_restore_into_scope_does_not_touch_other_scopes(checkpoints, three_scopes):
+    graph, sess, *_ = three_scopes
+    before = sess.run(scope_variables(graph, "m2"))
+    restore_into_scope(sess, checkpoints[0], "m1")
+    after = sess.run(scope_variables(graph, "m2"))
+    for name in before:
+        np.testing.assert_array_equal(before[name], after[name])
+
+
+def test_restore_into_scope_lists_missing_and_unexpected(tmp_path, three_scopes):
+    _, sess, *_ = three_scopes
+    with tf.Graph().as_default():
+        tf1.set_random_seed(0)
+        tf1.get_variable("dense/kernel", shape=[2, 3])
+        tf1.get_variable("dense/extra", shape=[3])
+        saver = tf1.train.Saver()
+        with tf1.Session() as other:
+            other.run(tf1.global_variables_initializer())
+            prefix = saver.save(other, str(tmp_path / "partial"))
+    with pytest.raises(CheckpointMismatchError) as caught:
+        restore_into_scope(sess, prefix, "m1")
+    error = caught.value
+    assert error.missing == ["dense/bias", "out/kernel"]
+    assert error.unexpected == ["dense/extra"]
+    assert error.problems == 3
+    assert "does not match the variables under 'm1/'" in str(error)
+    assert "'dense/bias', 'out/kernel'" in str(error)
+
+
+def test_restore_into_scope_lists_shape_and_dtype_mismatches(tmp_path, three_scopes):
+    _, sess, *_ = three_scopes
+    wider = save_net(str(tmp_path / "wider"), 1.0, hidden=4)
+    with pytest.raises(CheckpointMismatchError) as caught:
+        restore_into_scope(sess, wider, "m1")
+    assert caught.value.shape_mismatches == [
+        ("dense/bias", (4,), (3,)),
+        ("dense/kernel", (2, 4), (2, 3)),
+        ("out/kernel", (4, 1), (3, 1)),
+    ]
+    doubles = save_net(str(tmp_path / "doubles"), 1.0, dtype=tf.float64)
+    with pytest.raises(CheckpointMismatchError, match="wrong dtype: 'dense/bias' is float64"):
+        restore_into_scope(sess, doubles, "m1")
+
+
+def test_restore_into_scope_refuses_extra_checkpoint_keys(tmp_path, three_scopes):
+    _, sess, *_ = three_scopes
+    with_step = save_net(str(tmp_path / "with_step"), 1.0, extra=True)
+    with pytest.raises(CheckpointMismatchError, match="in the checkpoint but not in the target: 'global_step'"):
+        restore_into_scope(sess, with_step, "m1")
+
+
+def test_restore_into_scope_restores_nothing_on_a_mismatch(tmp_path, three_scopes):
+    graph, sess, *_ = three_scopes
+    before = sess.run(scope_variables(graph, "m1"))
+    with pytest.raises(CheckpointMismatchError):
+        restore_into_scope(sess, save_net(str(tmp_path / "wider"), 9.0, hidden=4), "m1")
+    after = sess.run(scope_variables(graph, "m1"))
+    for name in before:
+        np.testing.assert_array_equal(before[name], after[name])
+
+
+def test_restore_into_scope_refuses_a_path_that_is_not_a_checkpoint(tmp_path, three_scopes):
+    _, sess, *_ = three_scopes
+    with pytest.raises(NotACheckpointError, match="no checkpoint files"):
+        restore_into_scope(sess, str(tmp_path / "nothing_here"), "m1")
+
+
+def test_restore_into_scope_names_the_scopes_on_a_typo(checkpoints, three_scopes):
+    _, sess, *_ = three_scopes
+    with pytest.raises(ValueError, match=r"no variables under 'model_1/'.*\['m1', 'm2', 'm3'\]"):
+        restore_into_scope(sess, checkpoints[0], "model_1")
+
+
+@pytest.mark.parametrize("scope", ["", "/"])
+def test_restore_into_scope_refuses_an_empty_scope(checkpoints, three_scopes, scope):
+    _, sess, *_ = three_scopes
+    with pytest.raises(ValueError, match="non-empty"):
+        restore_into_scope(sess, checkpoints[0], scope)
+
+
+# ---------------------------------------------------------------- TF2: Keras members
+
+
+def make_mlp() -> keras.Model:
+    return keras.Sequential(
+        [keras.Input((4,)), keras.layers.Dense(5, activation="relu"), keras.layers.Dense(3)]
+    )
+
+
+def save_keras(path: str, value: float, model: keras.Model | None = None, root: str = "model") -> str:
+    model = model or make_mlp()
+    for weight in model.weights:
+        weight.assign(np.full(weight.shape, value, np.float32))
+    return tf.train.Checkpoint(**{root: model}).write(path)
+
+
+def test_load_keras_ensemble_restores_each_member(tmp_path):
+    paths = [save_keras(str(tmp_path / f"m{i}"), 0.1 * i) for i in (1, 2, 3)]
+    members = load_keras_ensemble(make_mlp, paths)
+    assert len(members) == 3
+    for i, member in enumerate(members, start=1):
+        for weight in member.weights:
+            np.testing.assert_allclose(weight.numpy(), np.full(weight.shape, 0.1 * i, np.float32))
+
+
+def test_load_keras_ensemble_reads_a_saved_checkpoint_and_another_root(tmp_path):
+    model = make_mlp()
+    path = tf.train.Checkpoint(net=model).save(str(tmp_path / "net"))
+    [member] = load_keras_ensemble(make_mlp, [path], root="net")
+    for mine, theirs in zip(member.weights, model.weights):
+        np.testing.assert_array_equal(mine.numpy(), theirs.numpy())
+
+
+def test_load_keras_ensemble_lists_every_mismatch(tmp_path):
+    deeper = keras.Sequential(
+        [keras.Input((4,)), keras.layers.Dense(6, activation="relu"), keras.layers.Dense(3), keras.layers.Dense(2)]
+    )
+    path = save_keras(str(tmp_path / "deeper"), 1.0, deeper)
+    with pytest.raises(CheckpointMismatchError) as caught:
+        load_keras_ensemble(make_mlp, [path])
+    error = caught.value
+    assert error.missing == []
+    assert [key.split("/")[3:5] for key in error.unexpected] == [["3", "_kernel"], ["3", "bias"]]
+    assert sorted(name.split("/")[3] for name, _, _ in error.shape_mismatches) == ["1", "1", "2"]
+    assert error.problems == 5  # layer 1 kernel and bias shapes, layer 2 kernel shape, layer 3 unexpected
+
+
+def test_load_keras_ensemble_reports_a_wrong_root_as_missing_and_unexpected(tmp_path):
+    path = save_keras(str(tmp_path / "net"), 1.0, root="net")
+    with pytest.raises(CheckpointMismatchError) as caught:
+        load_keras_ensemble(make_mlp, [path])
+    assert len(caught.value.missing) == 4 and len(caught.value.unexpected) == 4
+    assert all(key.startswith("model/") for key in caught.value.missing)
+
+
+def test_load_keras_ensemble_refuses_a_name_based_checkpoint(tmp_path):
+    prefix = save_net(str(tmp_path / "tf1"), 1.0)
+    with pytest.raises(NotACheckpointError, match="name-based"):
+        load_keras_ensemble(make_mlp, [prefix])
+
+
+def test_load_keras_ensemble_refuses_bad_arguments(tmp_path):
+    with pytest.raises(ValueError, match="empty"):
+        load_keras_ensemble(make_mlp, [])
+    with pytest.raises(NotACheckpointError):
+        load_keras_ensemble(make_mlp, [str(tmp_path / "missing")])
+    path = save_keras(str(tmp_path / "m"), 1.0)
+    with pytest.raises(ValueError, match="built model"):
+        load_keras_ensemble(lambda: keras.Sequential([keras.layers.Dense(3)]), [path])
+
+
+# ---------------------------------------------------------------- VectorizedEnsemble
+
+
+def test_vectorized_ensemble_matches_each_member():
+    keras.utils.set_random_seed(0)
+    members = [make_mlp() for _ in range(4)]
+    x = np.random.default_rng(0).normal(size=(6, 4)).astype(np.float32)
+    ensemble = VectorizedEnsemble(members)
+    assert ensemble.size == 4
+    stacked = ensemble(x).numpy()
+    assert stacked.shape == (4, 6, 3)
+    for number, member in enumerate(members):
+        np.testing.assert_allclose(stacked[number], member(x).numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_vectorized_ensemble_copies_the_weights():
+    members = [make_mlp() for _ in range(2)]
+    ensemble = VectorizedEnsemble(members)
+    before = ensemble(np.ones((1, 4), np.float32)).numpy()
+    for weight in members[0].weights:
+        weight.assign(tf.zeros_like(weight))
+    np.testing.assert_array_equal(ensemble(np.ones((1, 4), np.float32)).numpy(), before)
+
+
+def test_vectorized_ensemble_refuses_mismatched_members():
+    wider = keras.Sequential([keras.Input((4,)), keras.layers.Dense(7, activation="relu"), keras.layers.Dense(3)])
+    with pytest.raises(StructureMismatchError, match=r"model 1 differs from model 0 at Dense layer 0"):
+        VectorizedEnsemble([make_mlp(), wider])
+    tanh = keras.Sequential([keras.Input((4,)), keras.layers.Dense(5, activation="tanh"), keras.layers.Dense(3)])
+    with pytest.raises(StructureMismatchError, match="tanh"):
+        VectorizedEnsemble([make_mlp(), tanh])
+    deeper = keras.Sequential([keras.Input((4,)), keras.layers.Dense(5), keras.layers.Dense(3), keras.layers.Dense(3)])
+    with pytest.raises(StructureMismatchError, match="model 1 has 3 Dense layers, model 0 has 2"):
+        VectorizedEnsemble([make_mlp(), deeper])
+
+
+def test_vectorized_ensemble_refuses_other_layers_and_no_models():
+    with_dropout = keras.Sequential([keras.Input((4,)), keras.layers.Dropout(0.5), keras.layers.Dense(3)])
+    with pytest.raises(StructureMismatchError, match="Dropout"):
+        VectorizedEnsemble([with_dropout])
+    no_bias = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3, use_bias=False)])
+    with pytest.raises(StructureMismatchError, match="with a bias"):
+        VectorizedEnsemble([no_bias])
+    with pytest.raises(StructureMismatchError, match="at least one model"):
+        VectorizedEnsemble([])
+
+
+# ---------------------------------------------------------------- majority_vote
+
+
+def test_majority_vote_counts_and_breaks_ties_low():
+    labels = np.array([[2, 0, 1, 1], [2, 1, 0, 1], [0, 2, 2, 1]])
+    np.testing.assert_array_equal(majority_vote(labels), [2, 0, 0, 1])
+    np.testing.assert_array_equal(majority_vote(labels, num_classes=5), [2, 0, 0, 1])
+
+
+@pytest.mark.parametrize("labels", [np.array([0, 1, 1]), np.array([[0.0, 1.0]])])
+def test_majority_vote_refuses_bad_labels(labels):
+    with pytest.raises(ValueError, match="integers of shape"):
+        majority_vote(labels)
