@@ -27,10 +27,10 @@ import numpy as np
 import tensorflow as tf
 
 from helpers.errors import CheckpointMismatchError, NotACheckpointError, StructureMismatchError
+from helpers.inspection import OBJECT_GRAPH_KEY, resolve_checkpoint
 
 __all__ = [
     "VectorizedEnsemble",
-    "checkpoint_prefix",
     "load_keras_ensemble",
     "majority_vote",
     "restore_into_scope",
@@ -41,44 +41,6 @@ __all__ = [
 _SAVERS: weakref.WeakKeyDictionary[tf.Graph, dict[tuple[str, frozenset[str]], tf.compat.v1.train.Saver]]
 _SAVERS = weakref.WeakKeyDictionary()
 
-_OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
-_CHECKPOINT_FILE_SUFFIXES = (".index", ".meta", ".data-00000-of-00001")
-
-
-def checkpoint_prefix(ckpt_path: str | os.PathLike) -> str:
-    """Return the checkpoint prefix for ``ckpt_path``, or raise ``NotACheckpointError``.
-
-    ``ckpt_path`` is a prefix (``"ckpt/model-100"``) or a folder holding a
-    ``checkpoint`` file, which stands for its latest checkpoint. One of a
-    checkpoint's own files (``.index``, ``.meta``, ``.data-...``) is refused
-    with a hint, as is anything TensorFlow cannot read.
-
-    Example:
-        >>> checkpoint_prefix("no/such/model")
-        Traceback (most recent call last):
-        ...
-        helpers.errors.NotACheckpointError: 'no/such/model' is not a readable checkpoint: no checkpoint files with this prefix
-    """
-    path = os.fspath(ckpt_path)
-    if os.path.isdir(path):
-        latest = tf.train.latest_checkpoint(path)
-        if latest is None:
-            raise NotACheckpointError(path, "a folder with no 'checkpoint' file in it")
-        path = latest
-    for suffix in _CHECKPOINT_FILE_SUFFIXES:
-        if path.endswith(suffix) and os.path.isfile(path):
-            prefix = path[: -len(suffix)]
-            raise NotACheckpointError(path, f"this is one of its files; pass the prefix {prefix!r}")
-    if not os.path.isfile(path + ".index"):
-        reason = "no checkpoint files with this prefix"
-        if os.path.isfile(path):
-            reason = "a file, not a checkpoint prefix (a prefix has a '<prefix>.index' file next to it)"
-        raise NotACheckpointError(path, reason)
-    try:
-        tf.train.load_checkpoint(path)
-    except (tf.errors.OpError, ValueError) as error:
-        raise NotACheckpointError(path, f"TensorFlow cannot read it ({type(error).__name__})") from None
-    return path
 
 
 def scope_variables(graph: tf.Graph, scope: str) -> dict[str, tf.Variable]:
@@ -126,7 +88,7 @@ def restore_into_scope(
         ...             restore_into_scope(sess, f"ckpt/model_{i}", f"m{i}")
     """
     scope = _clean_scope(scope)
-    prefix = checkpoint_prefix(ckpt_path)
+    prefix = resolve_checkpoint(ckpt_path)
     graph = sess.graph
     targets = scope_variables(graph, scope)
     if not targets:
@@ -168,12 +130,12 @@ def load_keras_ensemble(
     """
     if not ckpt_paths:
         raise ValueError("ckpt_paths is empty: give at least one checkpoint")
-    prefixes = [checkpoint_prefix(path) for path in ckpt_paths]
+    prefixes = [resolve_checkpoint(path) for path in ckpt_paths]
     models = [build_model() for _ in prefixes]
     expected = _object_checkpoint_layout(models[0], root)
     for model, prefix in zip(models, prefixes):
         reader = tf.train.load_checkpoint(prefix)
-        if not reader.has_tensor(_OBJECT_GRAPH_KEY):
+        if not reader.has_tensor(OBJECT_GRAPH_KEY):
             raise NotACheckpointError(
                 prefix,
                 "a name-based checkpoint (written by a tf.compat.v1 Saver); "
@@ -286,7 +248,7 @@ def _layout(reader) -> Layout:
     return {
         key: (tuple(shape), dtypes[key].name)
         for key, shape in shapes.items()
-        if key != _OBJECT_GRAPH_KEY and not key.startswith("save_counter/")
+        if key != OBJECT_GRAPH_KEY and not key.startswith("save_counter/")
     }
 
 

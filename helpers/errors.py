@@ -16,6 +16,17 @@ def _quote(names: Iterable[str]) -> str:
     return ", ".join(repr(name) for name in sorted(names))
 
 
+def first_line(error: BaseException) -> str:
+    """The first line of an error's message (TensorFlow's run on for pages), or its type's name.
+
+    Example:
+        >>> first_line(ValueError("not an sstable\\nmore detail"))
+        'not an sstable'
+    """
+    text = (getattr(error, "message", None) or str(error)).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
 def _shape(shape: Shape) -> str:
     return "(" + ", ".join(str(dim) for dim in shape) + ("," if len(shape) == 1 else "") + ")"
 

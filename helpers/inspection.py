@@ -2,8 +2,10 @@
 
 Three recipes:
 
-* ``resolve_checkpoint(path)``: turn a folder, a prefix or one of a
-  checkpoint's files into the checkpoint prefix, or fail with a clear error;
+* ``resolve_checkpoint(path)``: turn a folder or a prefix into the checkpoint
+  prefix, or fail with an error that says what is wrong with the path
+  (``open_checkpoint`` and ``read_tensor`` build on it, and every recipe of
+  the course reads checkpoints through them);
 * ``describe_checkpoint(path)``: a table of every saved key with its shape,
   dtype and size;
 * ``checkpoint_files(path)``: the files behind a checkpoint and what each holds;
@@ -35,7 +37,7 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
-from helpers.errors import NotACheckpointError
+from helpers.errors import NotACheckpointError, first_line
 from helpers.notebook import format_table
 
 OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
@@ -49,47 +51,73 @@ _CHECKPOINT_FILE = re.compile(r"\.(index|meta|data-\d{5}-of-\d{5})$")
 def resolve_checkpoint(path: str | os.PathLike) -> str:
     """Return the checkpoint prefix that ``path`` names, or raise ``NotACheckpointError``.
 
-    ``path`` may be a prefix (``ckpt/model-3``), one of the checkpoint's files
-    (``ckpt/model-3.index``), or a folder holding a ``checkpoint`` state file
-    (its newest checkpoint is used).
+    ``path`` is a prefix (``ckpt/model-3``: the ``.index`` and ``.data-*``
+    files share it) or a folder with a ``checkpoint`` state file, which
+    stands for its newest checkpoint. One of the checkpoint's own files
+    (``ckpt/model-3.index``) is refused with a hint naming the prefix: every
+    recipe of the course, like TensorFlow's own API, takes the prefix.
 
     Example:
-        >>> resolve_checkpoint("ckpt/model-3.index")   # doctest: +SKIP
-        'ckpt/model-3'
+        >>> resolve_checkpoint("no/such/model")
+        Traceback (most recent call last):
+        ...
+        helpers.errors.NotACheckpointError: 'no/such/model' is not a readable checkpoint: no checkpoint files with this prefix (no 'no/such/model.index')
     """
     text = os.fspath(path)
     if os.path.isdir(text):
         return _latest_in_folder(text)
-    prefix = _CHECKPOINT_FILE.sub("", text)
-    if not os.path.exists(prefix + ".index"):
-        raise NotACheckpointError(text, _why_no_index(text, prefix))
+    own_file = _CHECKPOINT_FILE.search(text)
+    if own_file:
+        raise NotACheckpointError(text, f"this is one of a checkpoint's files; pass its prefix {text[: own_file.start()]!r}")
+    if not os.path.isfile(text + ".index"):
+        raise NotACheckpointError(text, _why_no_index(text))
     try:
-        tf.train.load_checkpoint(prefix)
+        tf.train.load_checkpoint(text)
     except (tf.errors.OpError, ValueError) as error:
-        raise NotACheckpointError(text, f"its index file is damaged or of another format ({_first_line(error)})") from None
-    return prefix
+        raise NotACheckpointError(text, f"its index file is damaged or of another format ({first_line(error)})") from None
+    return text
+
+
+def open_checkpoint(path: str | os.PathLike) -> tf.train.CheckpointReader:
+    """A reader for the checkpoint ``path`` names (see ``resolve_checkpoint``).
+
+    Example:
+        >>> open_checkpoint("ckpt/model-3").get_tensor("step")   # doctest: +SKIP
+        5
+    """
+    return tf.train.load_checkpoint(resolve_checkpoint(path))
+
+
+def read_tensor(reader: tf.train.CheckpointReader, path: str | os.PathLike, key: str) -> np.ndarray:
+    """``reader.get_tensor(key)``, with a truncated or damaged data file reported as ``NotACheckpointError``.
+
+    Example:
+        >>> read_tensor(open_checkpoint("ckpt/model-3"), "ckpt/model-3", "step")   # doctest: +SKIP
+        5
+    """
+    try:
+        return reader.get_tensor(key)
+    except (tf.errors.OpError, IndexError, ValueError) as error:
+        raise NotACheckpointError(
+            os.fspath(path), f"cannot read {key!r}: its data file is truncated or damaged ({first_line(error)})"
+        ) from None
 
 
 def _latest_in_folder(folder: str) -> str:
     if not os.path.exists(os.path.join(folder, STATE_FILE)):
-        raise NotACheckpointError(folder, f"the folder has no {STATE_FILE!r} state file naming a checkpoint")
+        raise NotACheckpointError(folder, f"a folder with no {STATE_FILE!r} state file naming a checkpoint")
     latest = tf.train.latest_checkpoint(folder)
     if latest is None:
         raise NotACheckpointError(folder, f"its {STATE_FILE!r} state file names a checkpoint whose files are gone")
     return resolve_checkpoint(latest)
 
 
-def _why_no_index(text: str, prefix: str) -> str:
-    if os.path.exists(text):
-        return "this file is not part of a checkpoint (a checkpoint prefix has a '.index' file beside it)"
-    if os.path.exists(prefix + ".meta"):
+def _why_no_index(text: str) -> str:
+    if os.path.isfile(text):
+        return "a file, not a checkpoint prefix (a prefix has a '<prefix>.index' file beside it)"
+    if os.path.isfile(text + ".meta"):
         return "only the graph ('.meta') is there; the '.index' and '.data' files are missing"
-    return "no such file or folder"
-
-
-def _first_line(error: BaseException) -> str:
-    lines = str(error).strip().splitlines()
-    return lines[0] if lines else type(error).__name__
+    return f"no checkpoint files with this prefix (no {text + '.index'!r})"
 
 
 # --------------------------------------------------------------------------- sizes
@@ -174,7 +202,7 @@ def describe_checkpoint(path: str | os.PathLike) -> CheckpointDescription:
         ['model/w', 'step']
     """
     prefix = resolve_checkpoint(path)
-    reader = tf.train.load_checkpoint(prefix)
+    reader = open_checkpoint(prefix)
     shapes = reader.get_variable_to_shape_map()
     dtypes = reader.get_variable_to_dtype_map()
     variables = tuple(
@@ -200,17 +228,8 @@ def read_checkpoint(path: str | os.PathLike) -> dict[str, np.ndarray]:
         >>> read_checkpoint("ckpt/model-3")["step"]   # doctest: +SKIP
         5
     """
-    prefix = resolve_checkpoint(path)
-    reader = tf.train.load_checkpoint(prefix)
-    values = {}
-    for key in sorted(reader.get_variable_to_shape_map()):
-        try:
-            values[key] = reader.get_tensor(key)
-        except (tf.errors.OpError, IndexError, ValueError) as error:
-            raise NotACheckpointError(
-                os.fspath(path), f"the value of {key!r} cannot be read: its data file is truncated or damaged ({_first_line(error)})"
-            ) from None
-    return values
+    reader = open_checkpoint(path)
+    return {key: read_tensor(reader, path, key) for key in sorted(reader.get_variable_to_shape_map())}
 
 
 # --------------------------------------------------------------------------- files

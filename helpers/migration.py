@@ -23,8 +23,8 @@ from typing import Any
 
 import tensorflow as tf
 
-from helpers.errors import CheckpointMismatchError, NotACheckpointError
-from helpers.object_graph import GRAPH_KEY, _first_line, open_checkpoint, read_tensor
+from helpers.errors import CheckpointMismatchError, NotACheckpointError, first_line
+from helpers.inspection import OBJECT_GRAPH_KEY, open_checkpoint, read_tensor
 
 __all__ = [
     "RestoreReport",
@@ -75,7 +75,7 @@ def checkpoint_format(ckpt_path: str) -> str:
         'name-based'
     """
     reader = open_checkpoint(ckpt_path)
-    return "object-based" if reader.has_tensor(GRAPH_KEY) else "name-based"
+    return "object-based" if reader.has_tensor(OBJECT_GRAPH_KEY) else "name-based"
 
 
 def _is_variable(value: Any) -> bool:
@@ -168,7 +168,7 @@ def restore_name_based(ckpt_path: str, target: Any, strict: bool = True) -> Rest
         )
     name_map = variables_by_key(target)
     reader = open_checkpoint(ckpt_path)
-    shapes = {k: tuple(v) for k, v in reader.get_variable_to_shape_map().items() if k != GRAPH_KEY}
+    shapes = {k: tuple(v) for k, v in reader.get_variable_to_shape_map().items() if k != OBJECT_GRAPH_KEY}
     dtypes = {k: v.name for k, v in reader.get_variable_to_dtype_map().items()}
 
     report = RestoreReport(
@@ -302,7 +302,7 @@ def object_based_to_name_based(
                      or f"'{var.name}'" in message or f"name {var.name}" in message]
         target = f"{_describe(root)} saved under the edge {edge!r}"
         if not unmatched:
-            target += f" ({_first_line(error)[:160]})"
+            target += f" ({first_line(error)[:160]})"
         raise CheckpointMismatchError(ckpt_path, target, missing=unmatched) from None
     status.expect_partial()  # e.g. optimizer values, which a TF1 inference graph does not need
     return write_name_based({key: variable.numpy() for key, variable in name_map.items()}, out_prefix)

@@ -30,21 +30,19 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from tensorflow.core.protobuf import trackable_object_graph_pb2
 
-from helpers.errors import NotACheckpointError
+from helpers.errors import NotACheckpointError, first_line
+from helpers.inspection import OBJECT_GRAPH_KEY, open_checkpoint, read_tensor
 
 __all__ = [
-    "GRAPH_KEY",
     "KIND_COLOURS",
     "GraphEdge",
     "GraphNode",
     "NameBasedCheckpointError",
     "ObjectGraph",
-    "open_checkpoint",
     "plot_object_graph",
     "read_object_graph",
 ]
 
-GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
 VALUE_SUFFIX = "/.ATTRIBUTES/VARIABLE_VALUE"
 
 # The colours of the classic picture of an object graph: layer objects black,
@@ -153,63 +151,18 @@ class ObjectGraph:
         return [node for node in self.nodes if node.kind == kind]
 
 
-def open_checkpoint(ckpt_path: str) -> tf.train.CheckpointReader:
-    """Open a checkpoint for reading, or raise ``NotACheckpointError`` saying why.
-
-    ``ckpt_path`` is a checkpoint prefix (``ckpt/model-3``) or a folder with a
-    ``checkpoint`` state file (its latest checkpoint is opened).
-
-    Example:
-        >>> open_checkpoint("no/such/checkpoint")
-        Traceback (most recent call last):
-        ...
-        helpers.errors.NotACheckpointError: 'no/such/checkpoint' is not a readable checkpoint: no files ...
-    """
-    path = os.fspath(ckpt_path)
-    for suffix in (".index", ".meta"):
-        if path.endswith(suffix):
-            raise NotACheckpointError(
-                path, f"give the checkpoint prefix, without {suffix!r}: {path[: -len(suffix)]!r}"
-            )
-    if ".data-" in os.path.basename(path):
-        raise NotACheckpointError(
-            path, f"give the checkpoint prefix, not a data file: {path.split('.data-')[0]!r}"
-        )
-    if not os.path.isdir(path) and not tf.io.gfile.glob(path + ".index"):
-        raise NotACheckpointError(path, f"no files {path + '.index'!r} and {path + '.data-*'!r}")
-    try:
-        return tf.train.load_checkpoint(path)
-    except (tf.errors.OpError, ValueError) as error:
-        raise NotACheckpointError(path, _first_line(error)) from None
-
-
-def read_tensor(reader: tf.train.CheckpointReader, ckpt_path: str, key: str):
-    """``reader.get_tensor(key)``, with damaged files reported as ``NotACheckpointError``."""
-    try:
-        return reader.get_tensor(key)
-    except (tf.errors.OpError, IndexError, ValueError) as error:
-        raise NotACheckpointError(
-            ckpt_path, f"cannot read {key!r} (damaged or truncated data file?): {_first_line(error)}"
-        ) from None
-
-
-def _first_line(error: BaseException) -> str:
-    text = getattr(error, "message", None) or str(error)
-    return text.strip().splitlines()[0] if text.strip() else type(error).__name__
-
-
 def _load_proto(ckpt_path: str) -> tuple[trackable_object_graph_pb2.TrackableObjectGraph, dict, dict]:
     reader = open_checkpoint(ckpt_path)
     shapes = reader.get_variable_to_shape_map()
-    if GRAPH_KEY not in shapes:
+    if OBJECT_GRAPH_KEY not in shapes:
         raise NameBasedCheckpointError(ckpt_path)
     proto = trackable_object_graph_pb2.TrackableObjectGraph()
     try:
-        proto.ParseFromString(read_tensor(reader, ckpt_path, GRAPH_KEY))
+        proto.ParseFromString(read_tensor(reader, ckpt_path, OBJECT_GRAPH_KEY))
     except Exception as error:  # a protobuf DecodeError, whatever its class
         if isinstance(error, NotACheckpointError):
             raise
-        raise NotACheckpointError(ckpt_path, f"the object graph is corrupt: {_first_line(error)}") from None
+        raise NotACheckpointError(ckpt_path, f"the object graph is corrupt: {first_line(error)}") from None
     if not proto.nodes:
         raise NotACheckpointError(ckpt_path, "the object graph is empty")
     dtypes = {key: dtype.name for key, dtype in reader.get_variable_to_dtype_map().items()}

@@ -9,7 +9,6 @@ import tensorflow as tf
 
 from helpers.ensembles import (
     VectorizedEnsemble,
-    checkpoint_prefix,
     load_keras_ensemble,
     majority_vote,
     restore_into_scope,
@@ -66,43 +65,7 @@ def three_scopes():
     sess.close()
 
 
-# ---------------------------------------------------------------- checkpoint_prefix
-
-
-def test_checkpoint_prefix_accepts_a_prefix_and_a_folder(checkpoints, tmp_path):
-    assert checkpoint_prefix(checkpoints[0]) == checkpoints[0]
-    # the folder's 'checkpoint' file names the last one saved
-    assert checkpoint_prefix(tmp_path) == checkpoints[-1]
-
-
-@pytest.mark.parametrize(
-    "make_path, reason",
-    [
-        (lambda prefix: prefix + "_missing", "no checkpoint files with this prefix"),
-        (lambda prefix: prefix + ".index", "pass the prefix"),
-        (lambda prefix: prefix + ".meta", "pass the prefix"),
-    ],
-)
-def test_checkpoint_prefix_refuses_bad_paths(checkpoints, make_path, reason):
-    with pytest.raises(NotACheckpointError, match=reason):
-        checkpoint_prefix(make_path(checkpoints[0]))
-
-
-def test_checkpoint_prefix_refuses_an_empty_folder(tmp_path):
-    with pytest.raises(NotACheckpointError, match="no 'checkpoint' file"):
-        checkpoint_prefix(tmp_path)
-
-
-def test_checkpoint_prefix_refuses_a_plain_file(tmp_path):
-    (tmp_path / "notes.txt").write_text("hello")
-    with pytest.raises(NotACheckpointError, match="not a checkpoint prefix"):
-        checkpoint_prefix(tmp_path / "notes.txt")
-
-
-def test_checkpoint_prefix_refuses_a_corrupt_index(tmp_path):
-    (tmp_path / "broken.index").write_bytes(b"not a table")
-    with pytest.raises(NotACheckpointError, match="cannot read"):
-        checkpoint_prefix(tmp_path / "broken")
+# Checkpoint paths are resolved by helpers.inspection.resolve_checkpoint (tests/test_inspection.py).
 
 
 # ---------------------------------------------------------------- scope_variables

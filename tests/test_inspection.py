@@ -16,7 +16,9 @@ from helpers.inspection import (
     describe_checkpoint,
     format_bytes,
     format_table,
+    open_checkpoint,
     read_checkpoint,
+    read_tensor,
     resolve_checkpoint,
 )
 
@@ -45,11 +47,16 @@ def object_based(tmp_path_factory) -> str:
 # --------------------------------------------------------------------------- resolve
 
 
-def test_resolve_accepts_prefix_file_and_folder(name_based):
+def test_resolve_accepts_a_prefix_and_a_folder(name_based):
     assert resolve_checkpoint(name_based) == name_based
-    assert resolve_checkpoint(name_based + ".index") == name_based
-    assert resolve_checkpoint(name_based + ".data-00000-of-00001") == name_based
+    assert resolve_checkpoint(Path(name_based)) == name_based
     assert resolve_checkpoint(Path(name_based).parent) == name_based
+
+
+@pytest.mark.parametrize("suffix", [".index", ".meta", ".data-00000-of-00001"])
+def test_one_of_the_checkpoint_files_is_refused_with_its_prefix(name_based, suffix):
+    with pytest.raises(NotACheckpointError, match=f"pass its prefix '{name_based}'"):
+        resolve_checkpoint(name_based + suffix)
 
 
 def test_resolve_folder_picks_newest(tmp_path):
@@ -59,7 +66,7 @@ def test_resolve_folder_picks_newest(tmp_path):
 
 
 def test_missing_path_is_named(tmp_path):
-    with pytest.raises(NotACheckpointError, match="no such file or folder") as caught:
+    with pytest.raises(NotACheckpointError, match="no checkpoint files with this prefix") as caught:
         resolve_checkpoint(tmp_path / "nothing" / "here")
     assert caught.value.path.endswith("here")
 
@@ -80,7 +87,7 @@ def test_state_file_pointing_at_deleted_checkpoint(tmp_path):
 def test_file_that_is_not_a_checkpoint(tmp_path):
     text_file = tmp_path / "notes.txt"
     text_file.write_text("not a checkpoint")
-    with pytest.raises(NotACheckpointError, match="not part of a checkpoint"):
+    with pytest.raises(NotACheckpointError, match="a file, not a checkpoint prefix"):
         describe_checkpoint(text_file)
 
 
@@ -92,7 +99,7 @@ def test_meta_without_index_says_what_is_missing(tmp_path, name_based):
 
 def test_damaged_index(tmp_path):
     (tmp_path / "broken.index").write_bytes(b"definitely not an sstable" * 8)
-    with pytest.raises(NotACheckpointError, match="damaged or of another format"):
+    with pytest.raises(NotACheckpointError, match="damaged or of another format \\(.*sstable"):
         describe_checkpoint(tmp_path / "broken")
 
 
@@ -146,15 +153,25 @@ def test_read_truncated_data_file(tmp_path, name_based):
     data = Path(name_based + ".data-00000-of-00001").read_bytes()
     Path(str(stem) + ".data-00000-of-00001").write_bytes(data[:10])
     describe_checkpoint(stem)  # the index alone is intact
-    with pytest.raises(NotACheckpointError, match="truncated or damaged"):
+    with pytest.raises(NotACheckpointError, match="cannot read 'model/w': its data file is truncated or damaged"):
         read_checkpoint(stem)
 
 
 def test_read_missing_data_file(tmp_path, name_based):
     stem = tmp_path / "no_data"
     shutil.copy(name_based + ".index", str(stem) + ".index")
-    with pytest.raises(NotACheckpointError):
+    with pytest.raises(NotACheckpointError, match="cannot read"):
         read_checkpoint(stem)
+
+
+def test_open_checkpoint_gives_a_reader(name_based):
+    reader = open_checkpoint(name_based)
+    assert read_tensor(reader, name_based, "step") == 5
+
+
+def test_read_tensor_of_a_missing_key(name_based):
+    with pytest.raises(NotACheckpointError, match="cannot read 'nope'"):
+        read_tensor(open_checkpoint(name_based), name_based, "nope")
 
 
 # --------------------------------------------------------------------------- files

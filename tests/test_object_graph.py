@@ -16,7 +16,6 @@ from helpers.errors import NotACheckpointError
 from helpers.object_graph import (
     KIND_COLOURS,
     NameBasedCheckpointError,
-    open_checkpoint,
     plot_object_graph,
     read_object_graph,
 )
@@ -181,10 +180,10 @@ def test_name_based_checkpoint_has_no_graph(name_based):
 @pytest.mark.parametrize(
     "make_path, message",
     [
-        (lambda d: str(d / "missing" / "ckpt"), "no files"),
-        (lambda d: str(d), "checkpoint"),  # an empty folder
-        (lambda d: str(d / "ckpt-1.index"), "without '.index'"),
-        (lambda d: str(d / "ckpt-1.data-00000-of-00001"), "not a data file"),
+        (lambda d: str(d / "missing" / "ckpt"), "no checkpoint files with this prefix"),
+        (lambda d: str(d), "no 'checkpoint' state file"),  # an empty folder
+        (lambda d: str(d / "ckpt-1.index"), "pass its prefix '.*ckpt-1'"),
+        (lambda d: str(d / "ckpt-1.data-00000-of-00001"), "pass its prefix '.*ckpt-1'"),
     ],
 )
 def test_wrong_paths(tmp_path, make_path, message):
@@ -195,7 +194,7 @@ def test_wrong_paths(tmp_path, make_path, message):
 def test_a_text_file_is_not_a_checkpoint(tmp_path):
     (tmp_path / "notes.index").write_text("hello")
     with pytest.raises(NotACheckpointError, match="sstable"):
-        open_checkpoint(str(tmp_path / "notes"))
+        read_object_graph(str(tmp_path / "notes"))
 
 
 @pytest.mark.parametrize(
