@@ -28,6 +28,7 @@ from collections.abc import Mapping, Sequence
 import tensorflow as tf
 
 from helpers.errors import StructureMismatchError
+from helpers.scopes import scope_name
 
 __all__ = ["ClonedSubgraph", "clone_subgraph", "give_own_shared_names", "rebuild_variables"]
 
@@ -175,8 +176,7 @@ def clone_subgraph(
     for original, replacement in zip(inputs, replacements):
         if replacement is not None:
             _require_fits(original, replacement)
-    if not scope or not isinstance(scope, str):
-        raise ValueError(f"scope must be a non-empty name, got {scope!r}")
+    scope = scope_name(scope)
 
     graph_def, stand_ins = _cut_at_inputs(graph.as_graph_def(), inputs)
     input_names = [t.name for t in inputs]

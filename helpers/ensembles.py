@@ -28,6 +28,7 @@ import tensorflow as tf
 
 from helpers.errors import CheckpointMismatchError, NotACheckpointError, StructureMismatchError
 from helpers.inspection import OBJECT_GRAPH_KEY, resolve_checkpoint
+from helpers.scopes import scope_name
 
 __all__ = [
     "VectorizedEnsemble",
@@ -54,7 +55,7 @@ def scope_variables(graph: tf.Graph, scope: str) -> dict[str, tf.Variable]:
         >>> scope_variables(graph, "m1")
         {'w': <tf.Variable 'm1/w:0' shape=(2,) dtype=float32>}
     """
-    prefix = _clean_scope(scope) + "/"
+    prefix = scope_name(scope) + "/"
     return {
         variable.op.name[len(prefix):]: variable
         for variable in graph.get_collection(tf.compat.v1.GraphKeys.GLOBAL_VARIABLES)
@@ -87,7 +88,7 @@ def restore_into_scope(
         ...         for i in (1, 2, 3):
         ...             restore_into_scope(sess, f"ckpt/model_{i}", f"m{i}")
     """
-    scope = _clean_scope(scope)
+    scope = scope_name(scope)
     prefix = resolve_checkpoint(ckpt_path)
     graph = sess.graph
     targets = scope_variables(graph, scope)
@@ -230,12 +231,6 @@ def majority_vote(labels: np.ndarray, num_classes: int | None = None) -> np.ndar
 
 
 # ---------------------------------------------------------------- internals
-
-
-def _clean_scope(scope: str) -> str:
-    if not isinstance(scope, str) or not scope.strip("/"):
-        raise ValueError(f"scope must be a non-empty name like 'model_1', got {scope!r}")
-    return scope.strip("/")
 
 
 Layout = dict[str, tuple[tuple[int, ...], str]]

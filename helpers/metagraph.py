@@ -26,6 +26,7 @@ from google.protobuf.message import DecodeError
 from tensorflow.core.protobuf import meta_graph_pb2
 
 from helpers.errors import NotACheckpointError
+from helpers.scopes import scope_name
 
 __all__ = [
     "frozen_base",
@@ -91,7 +92,7 @@ def scope_shared_names(meta_graph_def: MetaGraphDef, scope: str) -> MetaGraphDef
         >>> meta.graph_def.node[0].attr["shared_name"].s
         b'w'
     """
-    scope = _clean_scope(scope)
+    scope = scope_name(scope)
     scoped = MetaGraphDef()
     scoped.CopyFrom(meta_graph_def)
     for node in scoped.graph_def.node:
@@ -129,7 +130,7 @@ def import_scoped(
         ...         for i, saver in enumerate(savers, start=1):
         ...             saver.restore(sess, f"ckpt/model_{i}")
     """
-    scope = _clean_scope(scope)
+    scope = scope_name(scope)
     graph = tf.compat.v1.get_default_graph()
     if any(op.name.startswith(scope + "/") for op in graph.get_operations()):
         raise ValueError(
@@ -190,9 +191,3 @@ def frozen_base(model: keras.Model, layer_name: str) -> keras.Model:
     base = keras.Model(inputs, model.get_layer(layer_name).output)
     base.trainable = False
     return base
-
-
-def _clean_scope(scope: str) -> str:
-    if not isinstance(scope, str) or not scope.strip("/"):
-        raise ValueError(f"scope must be a non-empty name like 'model_1', got {scope!r}")
-    return scope.strip("/")

@@ -26,6 +26,7 @@ import keras
 import tensorflow as tf
 
 from helpers.errors import StructureMismatchError
+from helpers.scopes import scope_name
 
 __all__ = ["copy_weights", "make_sync_op", "paired_variables"]
 
@@ -41,14 +42,6 @@ def _check_tau(tau: float) -> float:
             "0.01 moves the destination 1% of the way towards the source"
         )
     return float(tau)
-
-
-def _scope_prefix(scope: str) -> str:
-    if not isinstance(scope, str) or not scope.strip("/"):
-        raise ValueError(f"a scope must be a non-empty name such as 'online', got {scope!r}")
-    # A trailing slash matters: the collections' own scope filter is a regex
-    # match on the start of the name, so 'net' would also pick 'net_past/w'.
-    return scope.strip("/") + "/"
 
 
 def paired_variables(
@@ -73,7 +66,7 @@ def paired_variables(
         [('online/w:0', 'target/w:0')]
     """
     graph = graph or _V1.get_default_graph()
-    src_prefix, dst_prefix = _scope_prefix(src_scope), _scope_prefix(dst_scope)
+    src_prefix, dst_prefix = scope_name(src_scope) + "/", scope_name(dst_scope) + "/"
     if src_prefix == dst_prefix:
         raise ValueError(f"source and destination are the same scope {src_prefix!r}")
     everything = graph.get_collection(collection)

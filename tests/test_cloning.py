@@ -182,7 +182,7 @@ def test_bad_arguments(net):
             clone_subgraph(["y:0"], net["a"], None, "bad")
         with pytest.raises(ValueError, match="inputs is empty"):
             clone_subgraph(net["y"], [], None, "bad")
-        with pytest.raises(ValueError, match="scope must be a non-empty name"):
+        with pytest.raises(ValueError, match="a scope must be a non-empty name"):
             clone_subgraph(net["y"], net["a"], None, "")
     with pytest.raises(ValueError, match="eager tensor"):
         clone_subgraph(tf.constant(1.0), net["a"], None, "bad")
