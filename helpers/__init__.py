@@ -6,7 +6,11 @@ One topic module per notebook (``inspection``, ``metagraph``, ``ensembles``,
 * ``helpers.notebook``: the first cell every notebook runs (quiet logs, seeds,
   a temporary work folder) and small display aids;
 * ``helpers.checks``: the check functions behind the exercises;
-* ``helpers.errors``: the exceptions the recipes raise.
+* ``helpers.errors``: the exceptions the recipes raise;
+* ``helpers.scopes``: the one check of a variable-scope argument.
+
+Recipes that read checkpoints resolve their paths through ``helpers.inspection``
+(chapter 01), so a bad path gets the same clear ``NotACheckpointError`` everywhere.
 
 Importing ``helpers`` does not import TensorFlow, so ``helpers.notebook`` can
 set TensorFlow's logging options before TensorFlow loads.
