@@ -12,7 +12,14 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 
 import make_exercises  # noqa: E402
-from make_exercises import CODE_STUB, MARKDOWN_STUB, MarkerError, make_exercise_notebook, strip_solutions  # noqa: E402
+from make_exercises import (  # noqa: E402
+    CODE_STUB,
+    MARKDOWN_STUB,
+    MarkerError,
+    make_exercise_notebook,
+    stamp_nbgrader,
+    strip_solutions,
+)
 
 SOLUTIONS = sorted((ROOT / "solutions").glob("*.ipynb"))
 
@@ -73,6 +80,25 @@ def test_exercise_notebook_is_stubbed_cleared_and_tagged():
     assert prose.source == "Why?\n\n" + MARKDOWN_STUB[0]
     assert plain.execution_count is None and "tags" not in plain.metadata
     assert solution.cells[0].outputs, "the solution itself is not modified"
+
+
+def test_nbgrader_metadata_marks_answers_and_checks():
+    stamped = stamp_nbgrader(_solution_notebook(), "99_demo")
+    answer, check, prose, plain = (cell.metadata.get("nbgrader") for cell in stamped.cells)
+    assert answer == {"grade": False, "grade_id": "99_demo-answer-1", "locked": False,
+                      "schema_version": 3, "solution": True, "task": False}
+    assert check == {"grade": True, "grade_id": "99_demo-check-1", "locked": True, "points": 1,
+                     "schema_version": 3, "solution": False, "task": False}
+    assert prose["grade_id"] == "99_demo-answer-2", "a written answer is a solution cell too"
+    assert plain is None
+
+
+def test_nbgrader_stamping_is_idempotent_and_drops_stale_metadata():
+    solution = _solution_notebook()
+    solution.cells[3].metadata["nbgrader"] = {"grade_id": "stale"}
+    once = stamp_nbgrader(solution, "99_demo")
+    assert "nbgrader" not in once.cells[3].metadata
+    assert stamp_nbgrader(once, "99_demo") == once
 
 
 # --------------------------------------------------------------------------- the real notebooks

@@ -15,6 +15,12 @@ What changes between a solution and its exercise notebook:
   tagged ``exercise-check`` in the solution) get nbval's ``raises-exception``
   tag, so ``pytest --nbval-lax notebooks/`` accepts the error;
 * every output and execution count is cleared.
+
+It also stamps nbgrader's cell metadata into the solutions themselves, derived
+from the same markers: a cell with a solution region becomes an nbgrader
+solution cell, a cell tagged ``exercise-check`` an autograder test worth one
+point, each with a stable ``grade_id``. So ``nbgrader generate_assignment``
+and ``nbgrader autograde`` accept the solution notebooks as they are.
 """
 
 from __future__ import annotations
@@ -38,6 +44,9 @@ MARKDOWN_STUB = ["YOUR ANSWER HERE"]
 CHECK_TAG = "exercise-check"
 RAISES_TAG = "raises-exception"
 _MARKER = re.compile(r"^(?P<indent>\s*)(?P<marker>### (BEGIN|END) SOLUTION)\s*$")
+
+
+NBGRADER_SCHEMA = 3
 
 
 class MarkerError(ValueError):
@@ -92,6 +101,54 @@ def _exercise_cell(cell: nbformat.NotebookNode) -> nbformat.NotebookNode:
     return cell
 
 
+def _nbgrader_metadata(kind: str, grade_id: str) -> dict:
+    answer = kind == "answer"
+    metadata = {
+        "grade": not answer,
+        "grade_id": grade_id,
+        "locked": not answer,
+        "schema_version": NBGRADER_SCHEMA,
+        "solution": answer,
+        "task": False,
+    }
+    if not answer:
+        metadata["points"] = 1
+    return metadata
+
+
+def stamp_nbgrader(solution: nbformat.NotebookNode, name: str) -> nbformat.NotebookNode:
+    """A copy of ``solution`` whose answer and check cells carry nbgrader metadata.
+
+    Answer cells (with a solution region) and check cells (tagged
+    ``exercise-check``) are numbered in order: ``<name>-answer-1``,
+    ``<name>-check-1``, ... Other cells lose any nbgrader metadata.
+
+    Example:
+        >>> nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("### BEGIN SOLUTION\\nx = 1\\n### END SOLUTION")])
+        >>> stamp_nbgrader(nb, "01_demo").cells[0].metadata["nbgrader"]["grade_id"]
+        '01_demo-answer-1'
+    """
+    stamped = copy.deepcopy(solution)
+    counts = {"answer": 0, "check": 0}
+    for cell in stamped.cells:
+        cell.metadata.pop("nbgrader", None)
+        if BEGIN in cell.source:
+            kind = "answer"
+        elif CHECK_TAG in cell.get("metadata", {}).get("tags", []):
+            kind = "check"
+        else:
+            continue
+        counts[kind] += 1
+        cell.metadata["nbgrader"] = _nbgrader_metadata(kind, f"{name}-{kind}-{counts[kind]}")
+    return stamped
+
+
+def render_solution(solution_path: Path) -> str:
+    """The exact text the solution notebook should have once stamped for nbgrader."""
+    solution = nbformat.read(solution_path, as_version=4)
+    return nbformat.writes(stamp_nbgrader(solution, solution_path.stem)) + "\n"
+
+
 def make_exercise_notebook(solution: nbformat.NotebookNode) -> nbformat.NotebookNode:
     """Return the exercise version of a solution notebook (the input is not changed)."""
     exercise = copy.deepcopy(solution)
@@ -101,7 +158,7 @@ def make_exercise_notebook(solution: nbformat.NotebookNode) -> nbformat.Notebook
 
 def render_exercise(solution_path: Path) -> str:
     """The exact text the exercise notebook for ``solution_path`` should have."""
-    solution = nbformat.read(solution_path, as_version=4)
+    solution = stamp_nbgrader(nbformat.read(solution_path, as_version=4), solution_path.stem)
     try:
         exercise = make_exercise_notebook(solution)
     except MarkerError as error:
@@ -114,15 +171,17 @@ def exercise_path_for(solution_path: Path) -> Path:
 
 
 def out_of_date() -> list[str]:
-    """Names of exercise notebooks that are missing, stale, or have no solution."""
+    """Notebooks to regenerate: unstamped solutions, and exercise notebooks missing, stale, or without a solution."""
     problems = []
     solutions = sorted(SOLUTIONS.glob("*.ipynb"))
     for solution_path in solutions:
+        if solution_path.read_text() != render_solution(solution_path):
+            problems.append(f"solutions/{solution_path.name} (nbgrader metadata)")
         target = exercise_path_for(solution_path)
         if not target.exists() or target.read_text() != render_exercise(solution_path):
-            problems.append(target.name)
+            problems.append(f"notebooks/{target.name}")
     known = {path.name for path in solutions}
-    problems += [p.name for p in sorted(EXERCISES.glob("*.ipynb")) if p.name not in known]
+    problems += [f"notebooks/{p.name}" for p in sorted(EXERCISES.glob("*.ipynb")) if p.name not in known]
     return problems
 
 
@@ -134,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.check:
         stale = out_of_date()
         for name in stale:
-            print(f"notebooks/{name} is out of date: run `make exercises`")
+            print(f"{name} is out of date: run `make exercises`")
         return 1 if stale else 0
     EXERCISES.mkdir(exist_ok=True)
     solutions = [SOLUTIONS / f"{Path(name).stem}.ipynb" for name in args.names] or sorted(
@@ -145,6 +204,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"no solution notebook {solution_path.relative_to(ROOT)}", file=sys.stderr)
             return 2
     for solution_path in solutions:
+        stamped = render_solution(solution_path)
+        if solution_path.read_text() != stamped:
+            solution_path.write_text(stamped)
+            print(f"stamped solutions/{solution_path.name} for nbgrader")
         exercise_path_for(solution_path).write_text(render_exercise(solution_path))
         print(f"wrote notebooks/{solution_path.name}")
     return 0
