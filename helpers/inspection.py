@@ -63,19 +63,7 @@ def resolve_checkpoint(path: str | os.PathLike) -> str:
         ...
         helpers.errors.NotACheckpointError: 'no/such/model' is not a readable checkpoint: no checkpoint files with this prefix (no 'no/such/model.index')
     """
-    text = os.fspath(path)
-    if os.path.isdir(text):
-        return _latest_in_folder(text)
-    own_file = _CHECKPOINT_FILE.search(text)
-    if own_file:
-        raise NotACheckpointError(text, f"this is one of a checkpoint's files; pass its prefix {text[: own_file.start()]!r}")
-    if not os.path.isfile(text + ".index"):
-        raise NotACheckpointError(text, _why_no_index(text))
-    try:
-        tf.train.load_checkpoint(text)
-    except (tf.errors.OpError, ValueError) as error:
-        raise NotACheckpointError(text, f"its index file is damaged or of another format ({first_line(error)})") from None
-    return text
+    return _resolve_and_open(path)[0]
 
 
 def open_checkpoint(path: str | os.PathLike) -> tf.train.CheckpointReader:
@@ -85,7 +73,23 @@ def open_checkpoint(path: str | os.PathLike) -> tf.train.CheckpointReader:
         >>> open_checkpoint("ckpt/model-3").get_tensor("step")   # doctest: +SKIP
         5
     """
-    return tf.train.load_checkpoint(resolve_checkpoint(path))
+    return _resolve_and_open(path)[1]
+
+
+def _resolve_and_open(path: str | os.PathLike) -> tuple[str, tf.train.CheckpointReader]:
+    """The prefix ``path`` names and a reader for it; opening the index is also the validity check."""
+    text = os.fspath(path)
+    if os.path.isdir(text):
+        return _latest_in_folder(text)
+    own_file = _CHECKPOINT_FILE.search(text)
+    if own_file:
+        raise NotACheckpointError(text, f"this is one of a checkpoint's files; pass its prefix {text[: own_file.start()]!r}")
+    if not os.path.isfile(text + ".index"):
+        raise NotACheckpointError(text, _why_no_index(text))
+    try:
+        return text, tf.train.load_checkpoint(text)
+    except (tf.errors.OpError, ValueError) as error:
+        raise NotACheckpointError(text, f"its index file is damaged or of another format ({first_line(error)})") from None
 
 
 def read_tensor(reader: tf.train.CheckpointReader, path: str | os.PathLike, key: str) -> np.ndarray:
@@ -103,13 +107,13 @@ def read_tensor(reader: tf.train.CheckpointReader, path: str | os.PathLike, key:
         ) from None
 
 
-def _latest_in_folder(folder: str) -> str:
+def _latest_in_folder(folder: str) -> tuple[str, tf.train.CheckpointReader]:
     if not os.path.exists(os.path.join(folder, STATE_FILE)):
         raise NotACheckpointError(folder, f"a folder with no {STATE_FILE!r} state file naming a checkpoint")
     latest = tf.train.latest_checkpoint(folder)
     if latest is None:
         raise NotACheckpointError(folder, f"its {STATE_FILE!r} state file names a checkpoint whose files are gone")
-    return resolve_checkpoint(latest)
+    return _resolve_and_open(latest)
 
 
 def _why_no_index(text: str) -> str:
@@ -201,8 +205,7 @@ def describe_checkpoint(path: str | os.PathLike) -> CheckpointDescription:
         >>> description.keys                                    # doctest: +SKIP
         ['model/w', 'step']
     """
-    prefix = resolve_checkpoint(path)
-    reader = open_checkpoint(prefix)
+    prefix, reader = _resolve_and_open(path)
     shapes = reader.get_variable_to_shape_map()
     dtypes = reader.get_variable_to_dtype_map()
     variables = tuple(
