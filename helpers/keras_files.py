@@ -279,9 +279,9 @@ def owned_variables(model: keras.layers.Layer, include_optimizer: bool = True) -
     saves them (metrics restart every epoch, seeds are not weights).
 
     Example:
-        >>> model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2, name="out")])
+        >>> model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2, name="out")], name="net")
         >>> list(owned_variables(model))
-        ['out/kernel', 'out/bias']
+        ['net/out/kernel', 'net/out/bias']
     """
     found: dict[int, tuple[str, object]] = {}
     visited: set[int] = set()
@@ -313,6 +313,13 @@ def owned_variables(model: keras.layers.Layer, include_optimizer: bool = True) -
             for key, item in list(obj.items()):
                 visit(item, owner, f"{trail}[{key!r}]")
 
+    # Tracked variables first, in Keras's own order; the walk then adds the untracked ones.
+    tracked = list(model.weights)
+    optimizer = getattr(model, "optimizer", None)
+    if include_optimizer and isinstance(optimizer, keras.optimizers.Optimizer):
+        tracked += list(optimizer.variables)
+    for variable in tracked:
+        visit(variable, "", "")
     visit(model, getattr(model, "name", "model"), "")
     names: dict[str, tf.Variable | keras.Variable] = {}
     for name, variable in found.values():
