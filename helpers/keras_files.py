@@ -12,7 +12,8 @@ Three recipes:
   ``ModelCheckpoint`` wrote, which ``tf.train.latest_checkpoint`` cannot see;
 
 plus ``owned_variables(model)``, every variable a model's layers and optimizer
-hold, tracked by Keras or not.
+hold, tracked by Keras or not, and ``captured_warnings()``, which collects the
+warnings Keras raises or logs so that a notebook can show them.
 
 Example:
     >>> import keras
@@ -30,8 +31,10 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
+import logging
 import math
 import os
 import re
@@ -53,6 +56,7 @@ __all__ = [
     "KerasFileDescription",
     "NotAKerasFileError",
     "SavedWeight",
+    "captured_warnings",
     "describe_keras_file",
     "latest_keras_file",
     "missing_from_file",
@@ -196,7 +200,9 @@ def _describe_h5(source: str | io.BytesIO, text: str, shard: str = "", groups: s
     """The weights of one Keras 3 HDF5 weights file (a whole one, or the ``groups`` of a shard)."""
     with _open_h5(source, text) as h5:
         if "layer_names" in h5.attrs or "model_weights" in h5:
-            raise NotAKerasFileError(text, "a legacy Keras 2 HDF5 weights file (it has 'layer_names'), not Keras 3 weights")
+            raise NotAKerasFileError(
+                text, "a legacy HDF5 file in the Keras 2 layout ('model_weights', 'layer_names'), not Keras 3 weights"
+            )
         datasets: list[tuple[str, h5py.Dataset]] = []
         h5.visititems(lambda name, item: datasets.append((name, item)) if isinstance(item, h5py.Dataset) else None)
         weights = []
@@ -423,3 +429,54 @@ def latest_keras_file(folder: str | os.PathLike, suffix: str = ".weights.h5") ->
     if not names:
         return None
     return os.path.join(text, max(names, key=_natural_key))
+
+
+# --------------------------------------------------------------------------- warnings
+
+
+class _ListHandler(logging.Handler):
+    def __init__(self, messages: list[str]) -> None:
+        super().__init__(logging.WARNING)
+        self.messages = messages
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(f"logged {record.levelname}: {first_line(ValueError(record.getMessage()))}")
+
+
+@contextlib.contextmanager
+def captured_warnings() -> Iterator[list[str]]:
+    """Collect what the block warns about: Python warnings and Keras/TensorFlow log warnings, one line each.
+
+    Keras reports some problems only as a ``UserWarning`` (``load_weights(...,
+    skip_mismatch=True)``) or as a line logged through absl (``save_format``
+    on a ``.keras`` name). Both are caught here instead of being printed, so
+    a notebook can show them; the logged ones come first. Deprecation
+    warnings raised inside NumPy and TensorFlow are left out.
+
+    Example:
+        >>> import warnings
+        >>> with captured_warnings() as caught:
+        ...     warnings.warn("weights skipped")
+        >>> caught
+        ['UserWarning: weights skipped']
+    """
+    messages: list[str] = []
+    handler = _ListHandler(messages)
+    logger = logging.getLogger("absl")
+    level, propagate = logger.level, logger.propagate
+    logger.addHandler(handler)
+    logger.setLevel(logging.WARNING)
+    logger.propagate = False
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            yield messages
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+        logger.propagate = propagate
+    messages.extend(
+        f"{w.category.__name__}: {first_line(ValueError(str(w.message)))}"
+        for w in caught
+        if not issubclass(w.category, DeprecationWarning)
+    )

@@ -18,6 +18,7 @@ import tensorflow as tf
 from helpers.errors import NotACheckpointError
 from helpers.keras_files import (
     NotAKerasFileError,
+    captured_warnings,
     describe_keras_file,
     latest_keras_file,
     missing_from_file,
@@ -181,7 +182,7 @@ def test_describe_refuses_a_keras2_weights_file_renamed(tmp_path):
     with h5py.File(tmp_path / "old.weights.h5", "w") as h5:
         h5.attrs["layer_names"] = [b"dense"]
         h5.create_group("dense")["dense/kernel:0"] = np.zeros((3, 2))
-    with pytest.raises(NotAKerasFileError, match="legacy Keras 2"):
+    with pytest.raises(NotAKerasFileError, match="Keras 2 layout"):
         describe_keras_file(tmp_path / "old.weights.h5")
 
 
@@ -309,3 +310,22 @@ def test_latest_keras_file_none_and_errors(tmp_path):
         latest_keras_file(tmp_path / "f.keras")
     with pytest.raises(ValueError, match="suffix must be one of"):
         latest_keras_file(tmp_path, ".h5")
+
+
+# --------------------------------------------------------------------------- captured_warnings
+
+
+def test_captured_warnings_collects_logged_and_raised_warnings(tmp_path):
+    import logging
+    import warnings
+
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    absl = logging.getLogger("absl")
+    level = absl.level
+    with captured_warnings() as caught:
+        model.save(tmp_path / "m.keras", save_format="keras")  # logged through absl
+        warnings.warn("second line\nis dropped")
+        warnings.warn("numpy noise", DeprecationWarning)
+    assert caught[0].startswith("logged WARNING: The `save_format` argument is deprecated")
+    assert caught[1:] == ["UserWarning: second line"]
+    assert absl.level == level and not any(type(h).__name__ == "_ListHandler" for h in absl.handlers)
