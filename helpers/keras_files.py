@@ -440,7 +440,7 @@ class _ListHandler(logging.Handler):
         self.messages = messages
 
     def emit(self, record: logging.LogRecord) -> None:
-        self.messages.append(f"logged {record.levelname}: {first_line(ValueError(record.getMessage()))}")
+        self.messages.append(f"logged {record.levelname.lower()}: {first_line(ValueError(record.getMessage()))}")
 
 
 @contextlib.contextmanager
@@ -450,15 +450,16 @@ def captured_warnings() -> Iterator[list[str]]:
     Keras reports some problems only as a ``UserWarning`` (``load_weights(...,
     skip_mismatch=True)``) or as a line logged through absl (``save_format``
     on a ``.keras`` name). Both are caught here instead of being printed, so
-    a notebook can show them; the logged ones come first. Deprecation
-    warnings raised inside NumPy and TensorFlow are left out.
+    a notebook can show them, as ``warning: ...`` and ``logged warning:
+    ...`` lines; the logged ones come first. Deprecation warnings raised
+    inside NumPy and TensorFlow are left out.
 
     Example:
         >>> import warnings
         >>> with captured_warnings() as caught:
         ...     warnings.warn("weights skipped")
         >>> caught
-        ['UserWarning: weights skipped']
+        ['warning: weights skipped']
     """
     messages: list[str] = []
     handler = _ListHandler(messages)
@@ -476,7 +477,7 @@ def captured_warnings() -> Iterator[list[str]]:
         logger.setLevel(level)
         logger.propagate = propagate
     messages.extend(
-        f"{w.category.__name__}: {first_line(ValueError(str(w.message)))}"
+        f"warning: {first_line(ValueError(str(w.message)))}"
         for w in caught
         if not issubclass(w.category, DeprecationWarning)
     )
