@@ -72,7 +72,7 @@ def _import_tensorflow_quietly():
 
 
 def seed_everything(seed: int = DEFAULT_SEED) -> None:
-    """Seed Python's ``random``, NumPy and TensorFlow's global generator.
+    """Seed Python's ``random``, NumPy, and TensorFlow's global seed (``tf.random.set_seed``).
 
     Graphs made with ``tf.Graph()`` have a seed of their own: call
     ``tf.compat.v1.set_random_seed(seed)`` inside each new graph.
