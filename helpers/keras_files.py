@@ -49,6 +49,7 @@ import numpy as np
 import tensorflow as tf
 
 from helpers.errors import NotACheckpointError, first_line
+from helpers.files import path_text
 from helpers.inspection import format_bytes
 from helpers.notebook import format_table
 
@@ -78,7 +79,7 @@ class NotAKerasFileError(NotACheckpointError):
     """
 
     def __init__(self, path: str | os.PathLike, reason: str) -> None:
-        super().__init__(os.fspath(path), reason)
+        super().__init__(str(path), reason)
         self.args = (f"{self.path!r} is not a readable Keras file: {reason}",)
 
     def __str__(self) -> str:
@@ -153,7 +154,7 @@ def describe_keras_file(path: str | os.PathLike) -> KerasFileDescription:
         ...
         helpers.keras_files.NotAKerasFileError: 'model.ckpt' is not a readable Keras file: no such file or folder
     """
-    text = os.fspath(path)
+    text = path_text(path, "Keras file path")
     if not os.path.exists(text):
         raise NotAKerasFileError(text, "no such file or folder")
     if os.path.isdir(text):
@@ -360,7 +361,7 @@ def missing_from_file(model: keras.Model, path: str | os.PathLike, include_optim
         >>> missing_from_file(model, "model.weights.h5")      # doctest: +SKIP
         ['scaler/offset']
     """
-    text = os.fspath(path)
+    text = path_text(path, "Keras file path")
     describe_keras_file(text)
     if not model.built:
         raise ValueError("the model is not built yet: call it once on data (or build it) before checking a file")
@@ -418,7 +419,7 @@ def latest_keras_file(folder: str | os.PathLike, suffix: str = ".weights.h5") ->
         ...
         helpers.keras_files.NotAKerasFileError: 'no/such/folder' is not a readable Keras file: no such folder
     """
-    text = os.fspath(folder)
+    text = path_text(folder, "folder")
     if not os.path.isdir(text):
         raise NotAKerasFileError(text, "no such folder" if not os.path.exists(text) else "a file, not a folder")
     if suffix not in _SUFFIXES:

@@ -110,6 +110,11 @@ def test_describe_accepts_str_and_pathlike(files):
     assert describe_keras_file(str(files["weights"])).paths == describe_keras_file(files["weights"]).paths
 
 
+def test_describe_refuses_what_is_not_a_path():
+    with pytest.raises(TypeError, match="must be a str or os.PathLike"):
+        describe_keras_file(3)
+
+
 def test_describe_refuses_a_missing_path_and_a_folder(tmp_path):
     with pytest.raises(NotAKerasFileError, match="no such file"):
         describe_keras_file(tmp_path / "gone.keras")
