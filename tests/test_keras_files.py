@@ -334,3 +334,22 @@ def test_captured_warnings_collects_logged_and_raised_warnings(tmp_path):
     assert caught[0].startswith("logged warning: The `save_format` argument is deprecated")
     assert caught[1:] == ["warning: second line"]
     assert absl.level == level and not any(type(h).__name__ == "_ListHandler" for h in absl.handlers)
+
+
+def test_owned_variables_in_a_subclassed_model_with_a_dict(tmp_path):
+    class Net(keras.Model):
+        def __init__(self):
+            super().__init__(name="net")
+            self.encoder = keras.layers.Dense(2, name="encoder")
+            self.offsets = {"low": tf.Variable(-1.0), "high": tf.Variable(1.0)}  # untracked by Keras
+
+        def call(self, x):
+            return self.encoder(x) + self.offsets["low"]
+
+    net = Net()
+    net(tf.ones((1, 3)))
+    names = list(owned_variables(net))
+    assert names[:2] == [v.path for v in net.weights]
+    assert names[2:] == ["net/offsets['low']", "net/offsets['high']"]
+    net.save_weights(tmp_path / "net.weights.h5")
+    assert missing_from_file(net, tmp_path / "net.weights.h5") == names[2:]
