@@ -69,7 +69,8 @@ def checked_scope(scope: str) -> str:
     """``scope`` without surrounding slashes, or ``ScopeError`` naming what is wrong with it.
 
     A scope is one or more parts separated by ``/``; each part starts with a
-    letter, a digit or ``.`` and goes on with those, ``_`` or ``-``.
+    letter, a digit or ``.`` and goes on with those, ``_`` or ``-``; the first
+    character is not a digit (TensorFlow's import code breaks on one).
 
     Example:
         >>> checked_scope("model_1/")
@@ -84,6 +85,12 @@ def checked_scope(scope: str) -> str:
     name = scope.strip("/")
     if not name:
         raise ScopeError(f"a scope must be a non-empty name such as 'model_1', got {scope!r}")
+    if name[0].isdigit():
+        # ops.prepend_name_scope builds a regex replacement r"\1" + scope: "\10" is read as group 10
+        raise ScopeError(
+            f"{scope!r} starts with a digit, which TensorFlow's import_meta_graph and "
+            "Variable(import_scope=...) mistake for a regex group: start it with a letter"
+        )
     bad = [part for part in name.split("/") if not _SCOPE_PART.fullmatch(part)]
     if bad:
         raise ScopeError(
@@ -235,15 +242,38 @@ def import_scoped(
     if not mine:
         raise StructureMismatchError(f"{path!r} holds a graph without variables: nothing to restore")
     mapping = _checked_input_map(meta_graph_def, input_map or {}, graph)
+    saver_def = type(meta_graph_def.saver_def)()
+    saver_def.CopyFrom(meta_graph_def.saver_def)  # import_meta_graph's own Saver rewrites the original
+    has_saver_def = meta_graph_def.HasField("saver_def")
     try:
-        saver = tf.compat.v1.train.import_meta_graph(
+        tf.compat.v1.train.import_meta_graph(
             meta_graph_def, import_scope=scope, input_map=mapping, clear_devices=clear_devices
         )
-    except (ValueError, KeyError, TypeError, tf.errors.OpError) as error:
+    except (ValueError, KeyError, TypeError, re.error, tf.errors.OpError) as error:
         raise NotACheckpointError(path, f"TensorFlow cannot import this graph: {first_line(error)}") from None
-    if saver is None:
-        raise StructureMismatchError(f"{path!r} holds a graph without variables: nothing to restore")
-    return saver
+    return _saver_for(graph, saver_def if has_saver_def else None, scope, path)
+
+
+def _saver_for(graph: tf.Graph, saver_def, scope: str, path: str) -> tf.compat.v1.train.Saver:
+    """The ``Saver`` of the copy under ``scope``, built here rather than by ``import_meta_graph``.
+
+    ``import_meta_graph`` finds the copy's variables with a regex on the scope,
+    so after an import under ``model_10`` an import under ``model_1`` picks up
+    ``model_10``'s variables too and returns a ``Saver`` for the wrong scope
+    (its restore fails, or runs another copy's restore ops).
+    """
+    with graph.as_default():
+        if saver_def is not None:
+            return tf.compat.v1.train.Saver(saver_def=saver_def, name=scope)
+        prefix = scope + "/"
+        own = {
+            v.op.name[len(prefix):]: v
+            for v in graph.get_collection(tf.compat.v1.GraphKeys.GLOBAL_VARIABLES)
+            if v.op.name.startswith(prefix)
+        }
+        if not own:
+            raise StructureMismatchError(f"{path!r} lists no variables in its collections: nothing to restore")
+        return tf.compat.v1.train.Saver(var_list=own)
 
 
 def _storage_name(node, scope: str) -> str:

@@ -366,3 +366,52 @@ def test_initializer_ops_refuses_unknown_and_uninitialized_variables():
             initializer_ops(graph)
     with pytest.raises(StructureMismatchError, match="expected a tf.Graph"):
         initializer_ops("graph")
+
+
+# ---------------------------------------------------------------- properties
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_SCOPES = st.one_of(
+    st.text(max_size=10),
+    st.text(alphabet="aZ09._-/ [*?]é", max_size=8),
+    st.sampled_from(["model_1", "Model_1", "model_10", "net/", "a//b", "0copy", "copy", "pre"]),
+)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(scope=_SCOPES)
+def test_property_clone_lands_under_the_scope_or_says_why(scope):
+    graph, x, y, w = reference_variable_net()
+    with graph.as_default():
+        V1.get_variable("model_1", [1])  # a taken name, differing in case from Model_1
+        before = len(graph.get_operations())
+        try:
+            copy = clone_subgraph(y, x, None, scope)
+        except StructureMismatchError:  # ScopeError is one
+            assert len(graph.get_operations()) == before
+            return
+        name = scope.strip("/")
+        assert copy.scope == name
+        assert [v.op.name for v in copy.variables] == [f"{name}/net/w", f"{name}/net/b"]
+        with V1.Session() as sess:
+            sess.run([V1.global_variables_initializer()])
+            sess.run(w.assign(tf.zeros([2, 2])))
+            np.testing.assert_allclose(sess.run(copy.outputs[0], {copy.inputs[0]: [[1.0, 1.0]]}), [[4.5, 5.5]])
+
+
+@settings(max_examples=40, deadline=None)
+@given(scope=_SCOPES)
+def test_property_give_own_shared_names_prefixes_or_says_why(scope):
+    graph = tf.Graph()
+    with graph.as_default():
+        V1.get_variable("w", [2])
+    original = graph.as_graph_def()
+    try:
+        fixed = give_own_shared_names(original, scope)
+    except StructureMismatchError:
+        return
+    [node] = [n for n in fixed.node if n.op == "VarHandleOp"]
+    assert node.attr["shared_name"].s.decode() == f"{scope.strip('/')}/w"
+    assert [n.attr["shared_name"].s for n in original.node if n.op == "VarHandleOp"] == [b"w"]
