@@ -91,7 +91,17 @@ def import_the_prefix(prefix, x):
             return sess.run(V1.get_collection("outputs")[0], {V1.get_collection("inputs")[0]: x})
 
 
-@pytest.mark.parametrize("answer", [run_from_collections, run_through_graph_collections])
+def run_with_the_recipe(prefix, x):
+    from helpers.metagraph import import_scoped
+
+    with tf.Graph().as_default() as graph:
+        saver = import_scoped(prefix + ".meta", "imported")
+        with V1.Session(graph=graph) as sess:
+            saver.restore(sess, prefix)
+            return np.array(sess.run(graph.get_collection("outputs")[0], {graph.get_collection("inputs")[0]: x}))
+
+
+@pytest.mark.parametrize("answer", [run_from_collections, run_through_graph_collections, run_with_the_recipe])
 def test_02_1_right_answers_pass(answer, capsys):
     ex02.check_run_from_collections(answer)
     assert "✔ Exercise 02.1 passed" in capsys.readouterr().out
@@ -170,7 +180,13 @@ def import_and_find_the_output_by_suffix(meta_path, raw):
     return first_y.outputs[0], saver
 
 
-@pytest.mark.parametrize("answer", [import_with_new_input, import_with_the_recipe])
+def import_and_find_the_op(meta_path, raw):
+    scaled = tf.math.truediv(raw, tf.constant(255.0))
+    saver = V1.train.import_meta_graph(meta_path, input_map={"x": scaled}, import_scope="net")
+    return V1.get_default_graph().get_operation_by_name("net/y").outputs[0], saver
+
+
+@pytest.mark.parametrize("answer", [import_with_new_input, import_with_the_recipe, import_and_find_the_op])
 def test_02_2_right_answers_pass(answer, capsys):
     ex02.check_import_with_new_input(answer)
     assert "✔ Exercise 02.2 passed" in capsys.readouterr().out
@@ -256,7 +272,14 @@ def add_head_with_untrainable_variables(features, n_classes):
     return tf.matmul(tf.stop_gradient(features), w) + b
 
 
-@pytest.mark.parametrize("answer", [add_frozen_head, add_frozen_head_transposed])
+def add_frozen_head_with_einsum(features, n_classes):
+    n_features = features.shape.as_list()[-1]
+    kernel = V1.get_variable("readout_kernel", [n_features, n_classes], initializer=V1.glorot_normal_initializer())
+    bias = V1.get_variable("readout_bias", [n_classes], initializer=V1.constant_initializer(0.2))
+    return tf.einsum("bf,fc->bc", tf.stop_gradient(features), kernel) + bias
+
+
+@pytest.mark.parametrize("answer", [add_frozen_head, add_frozen_head_transposed, add_frozen_head_with_einsum])
 def test_02_3_right_answers_pass(answer, capsys):
     ex02.check_add_frozen_head(answer)
     assert "✔ Exercise 02.3 passed" in capsys.readouterr().out
@@ -354,7 +377,16 @@ def head_on_shared_then_unfrozen(model, layer_name, n_classes):
     return new
 
 
-@pytest.mark.parametrize("answer", [head_on_frozen_copy, head_on_rebuilt_layers])
+def head_on_a_copied_functional_base(model, layer_name, n_classes):
+    import copy
+
+    from helpers.metagraph import frozen_base
+
+    base = frozen_base(copy.copy(model), layer_name)
+    return keras.Model(base.inputs, keras.layers.Dense(n_classes)(base.output))
+
+
+@pytest.mark.parametrize("answer", [head_on_frozen_copy, head_on_rebuilt_layers, head_on_a_copied_functional_base])
 def test_02_4_right_answers_pass(answer, capsys):
     ex02.check_head_on_frozen_copy(answer)
     assert "✔ Exercise 02.4 passed" in capsys.readouterr().out

@@ -70,7 +70,14 @@ def as_variables(output):
     return [v for v in V1.global_variables() if v.op.name in names]
 
 
-@pytest.mark.parametrize("answer", [variables_feeding, variables_feeding_by_walking])
+def variables_feeding_from_graph_ops(output):
+    needed = V1.graph_util.extract_sub_graph(output.graph.as_graph_def(), [output.op.name])
+    kept = {node.name for node in needed.node}
+    return {op.name + ":0" for op in output.graph.get_operations()
+            if op.name in kept and op.type in ("VarHandleOp", "VariableV2")}
+
+
+@pytest.mark.parametrize("answer", [variables_feeding, variables_feeding_by_walking, variables_feeding_from_graph_ops])
 def test_04_1_right_answers_pass(answer, capsys):
     ex04.check_variables_feeding(answer)
     assert "✔ Exercise 04.1 passed" in capsys.readouterr().out
@@ -236,7 +243,24 @@ def clone_unregistered(sess, output, inputs, scope):
     return new_x, new_y
 
 
-@pytest.mark.parametrize("answer", [clone_trained, clone_trained_through_numpy])
+def clone_by_hand(sess, output, inputs, scope):
+    from helpers.cloning import give_own_shared_names, rebuild_variables
+
+    prefix = output.op.name.split("/")[0] + "/"
+    originals = [v for v in V1.global_variables() if v.op.name.startswith(prefix)]
+    keep = [output.op.name] + [v.initializer.name for v in originals]
+    keep += [v.to_proto().snapshot_name.split(":")[0] for v in originals]
+    sub = V1.graph_util.extract_sub_graph(output.graph.as_graph_def(), keep)
+    new_x = V1.placeholder(inputs.dtype, inputs.shape, name=scope + "_x")
+    [new_y] = V1.import_graph_def(give_own_shared_names(sub, scope), input_map={inputs.name: new_x},
+                                  return_elements=[output.name], name=scope)
+    copies = rebuild_variables(originals, scope)
+    sess.run([c.initializer for c in copies])
+    sess.run([c.assign(o) for c, o in zip(copies, originals)])
+    return new_x, new_y
+
+
+@pytest.mark.parametrize("answer", [clone_trained, clone_trained_through_numpy, clone_by_hand])
 def test_04_3_right_answers_pass(answer, capsys):
     ex04.check_clone_trained(answer)
     assert "✔ Exercise 04.3 passed" in capsys.readouterr().out
