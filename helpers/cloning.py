@@ -125,6 +125,9 @@ def rebuild_variables(
     """
     graph = graph or _V1.get_default_graph()
     scope = checked_scope(scope)
+    strays = [type(v).__name__ for v in originals if not isinstance(v, tf.Variable)]
+    if strays:
+        raise StructureMismatchError(f"originals must be tf.Variable objects, got {strays}")
     local_names = {v.name for v in graph.get_collection(_LOCAL)}
     rebuilt = []
     with graph.as_default():

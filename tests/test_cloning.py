@@ -279,6 +279,14 @@ def test_rebuild_variables_needs_the_initializer():
             rebuild_variables([v], "copy")
 
 
+def test_rebuild_variables_refuses_what_is_not_a_variable():
+    with tf.Graph().as_default():
+        with pytest.raises(StructureMismatchError, match=r"tf.Variable objects, got \['str'\]"):
+            rebuild_variables(["w:0"], "copy")
+        with pytest.raises(ScopeError, match="not a valid scope"):
+            rebuild_variables([], "my copy")
+
+
 def test_rebuild_variables_keeps_local_variables_local():
     graph = tf.Graph()
     with graph.as_default():
