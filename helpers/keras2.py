@@ -34,7 +34,9 @@ import numpy as np
 import tensorflow as tf
 
 from helpers.errors import CheckpointMismatchError, NotACheckpointError
+from helpers.files import path_text, refuse_existing
 from helpers.migration import RestoreReport, restore_name_based
+from helpers.notebook import wrap_output
 from helpers.object_graph import NameBasedCheckpointError, ObjectGraph, read_object_graph
 
 __all__ = [
@@ -123,7 +125,8 @@ class Keras2RestoreReport(RestoreReport):
     ``missing`` names Keras 3 variables (by path) that found no value,
     ``unexpected`` checkpoint keys that found no variable, ``dropped`` the
     keys left behind on purpose (the optimizer with ``drop_optimizer=True``,
-    the save counter). ``key_map`` is the pairing that was used.
+    the save counter). ``key_map`` is the pairing that was used. Printed,
+    it shows keys without their ``/.ATTRIBUTES/VARIABLE_VALUE`` ending.
     """
 
     dropped: list[str] = field(default_factory=list)
@@ -133,7 +136,7 @@ class Keras2RestoreReport(RestoreReport):
         text = super().__str__()
         if self.dropped:
             text += "\n" + _dropped_line(self.dropped)
-        return text
+        return wrap_output(text.replace(VALUE_SUFFIX, ""))
 
 
 def _dropped_line(keys: list[str]) -> str:
@@ -503,11 +506,6 @@ def _text(values: Any) -> list[str]:
     return [v.decode() if isinstance(v, bytes) else str(v) for v in values]
 
 
-def _refuse_existing(path: str) -> None:
-    if os.path.lexists(path):  # literal: no glob, so '[', '*', '?' in names are safe
-        raise FileExistsError(f"{path!r} already exists: refusing to overwrite it; choose another name")
-
-
 def convert_legacy_h5(h5_path: str | os.PathLike, out_path: str | os.PathLike, model: Any = None) -> str:
     """Re-save a Keras 2 legacy ``.h5`` in a Keras 3 format (``.keras`` or ``.weights.h5``), checked.
 
@@ -518,16 +516,16 @@ def convert_legacy_h5(h5_path: str | os.PathLike, out_path: str | os.PathLike, m
     Keras 3 pairs legacy ``.h5`` weights with layers by order, so afterwards
     every value of the file is compared with the variable it went to; any
     difference raises ``CheckpointMismatchError``. Refuses to overwrite
-    ``out_path``. Returns ``out_path``.
+    ``out_path`` (``WouldOverwriteError``). Returns ``out_path``.
 
     Example:
         >>> convert_legacy_h5("k2/model.h5", "k3/model.keras")   # doctest: +SKIP
         'k3/model.keras'
     """
-    out = os.fspath(out_path)
+    out = path_text(out_path, "output path")
     if not (out.endswith(".keras") or out.endswith(".weights.h5")):
         raise ValueError(f"out_path must end in .keras or .weights.h5 (a Keras 3 format), got {out!r}")
-    _refuse_existing(out)
+    refuse_existing(out, "a model file")
     description = describe_legacy_h5(h5_path)
     if model is None:
         if not description.has_model:
