@@ -556,7 +556,7 @@ def _compare_with_h5(h5_path: str | os.PathLike, model: Any) -> None:
         saved = []
         for layer in _text(group.attrs["layer_names"]):
             for name in _text(group[layer].attrs.get("weight_names", [])):
-                saved.append((f"{layer}/{name}", np.asarray(group[layer][name])))
+                saved.append((f"{layer}/{name}", group[layer][name][()]))
     loaded = model.weights
     problems = [key for (key, value), variable in zip(saved, loaded)
                 if value.shape != tuple(variable.shape) or not np.array_equal(value, variable.numpy())]
