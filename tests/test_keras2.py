@@ -213,8 +213,8 @@ def test_odd_characters_in_the_path(k2, tmp_path):
     model = tokens_net()
     restore_keras2_checkpoint(tmp_path / "run 1 é" / "weights", model, drop_optimizer=True)
     np.testing.assert_allclose(model(PROBE), outputs["answers"], atol=1e-5)
-    # TensorFlow's checkpoint reader treats the prefix as a glob pattern: said clearly, not silently.
-    with pytest.raises(NotACheckpointError, match="Failed to find any matching files"):
+    # TensorFlow's reader treats the prefix as a glob: "run [1] *?" would read "run 1 é". Refused.
+    with pytest.raises(NotACheckpointError, match="glob pattern"):
         restore_keras2_checkpoint(tmp_path / "run [1] *?" / "weights", tokens_net(), drop_optimizer=True)
 
 
@@ -352,6 +352,7 @@ def test_describe_legacy_h5_bad_input(tmp_path):
         describe_legacy_h5(tmp_path / "k3.weights.h5")
 
 
+@pytest.mark.filterwarnings("ignore:Do not pass an `input_shape`")
 @pytest.mark.parametrize("out_name", ["model.keras", "odd [1] *?.weights.h5"])
 def test_convert_legacy_h5(k2, tmp_path, out_name):
     folder, outputs = k2
