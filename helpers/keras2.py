@@ -95,20 +95,34 @@ class ModelNotBuiltError(ValueError):
 class Keras2MismatchError(CheckpointMismatchError):
     """``CheckpointMismatchError`` with one more line: what to do about it.
 
+    Its message shows checkpoint keys without their ``/.ATTRIBUTES/VARIABLE_VALUE``
+    ending; ``missing``, ``unexpected`` and the mismatch lists keep the full keys.
+
     Example:
-        >>> raise Keras2MismatchError("k2/w", "Functional 'm'", unexpected=["optimizer/x"], hint="drop it")
+        >>> raise Keras2MismatchError("k2/w", "Functional 'm'", hint="drop it",
+        ...                           unexpected=["optimizer/_iterations/.ATTRIBUTES/VARIABLE_VALUE"])
         Traceback (most recent call last):
         ...
         helpers.keras2.Keras2MismatchError: checkpoint 'k2/w' does not match Functional 'm':
-          in the checkpoint but not in the target: 'optimizer/x'
+          in the checkpoint but not in the target: 'optimizer/_iterations'
           hint: drop it
     """
 
     def __init__(self, ckpt_path: str, target: str, *, hint: str = "", **problems: Any) -> None:
+        # The message shows keys without their common "/.ATTRIBUTES/VARIABLE_VALUE" ending;
+        # the attributes (missing, unexpected, ...) keep the full keys.
+        shown = {kind: [_short_problem(item) for item in items] for kind, items in problems.items()}
+        super().__init__(ckpt_path, target, **shown)
+        message = self.args[0]
         super().__init__(ckpt_path, target, **problems)
         self.hint = hint
-        if hint:
-            self.args = (self.args[0] + f"\n  hint: {hint}",)
+        self.args = (message + (f"\n  hint: {hint}" if hint else ""),)
+
+
+def _short_problem(item: Any) -> Any:
+    if isinstance(item, str):
+        return item.removesuffix(VALUE_SUFFIX)
+    return (item[0].removesuffix(VALUE_SUFFIX), *item[1:])
 
 
 class Keras2RunError(RuntimeError):
