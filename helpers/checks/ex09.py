@@ -92,9 +92,10 @@ def check_call_serving_default(call_serving_default: Callable[[str, np.ndarray],
             before = _folder_digest(folder)
             result = _call(
                 call_serving_default, folder, batch,
-                hint=f"for a SavedModel whose serving_default signature takes {input_key!r} and returns "
-                f"{output_key!r}, your function failed. Read the keys from "
-                "signature.structured_input_signature and signature.structured_outputs instead of writing them",
+                hint=f"for a SavedModel whose serving_default signature takes {input_key!r} (float32) and returns "
+                f"{output_key!r}, your function failed. Read the keys from signature.structured_input_signature "
+                "and signature.structured_outputs instead of writing them, and pass float32 values "
+                "(a NumPy array is converted; a float64 tensor is not)",
             )
             if isinstance(result, dict):
                 require(
@@ -311,11 +312,18 @@ def check_shares_variables(shares_variables: Callable[[Any, Any], bool]) -> str:
                     "variables: assign a new value to first's variable and see whether second's changes",
                 )
             after = _snapshot(first, second)
-            changed = any(
-                not np.array_equal(old, new) for old_list, new_list in zip(before, after) for old, new in zip(old_list, new_list)
+            differences = [
+                float(np.max(np.abs(old.astype("float64") - new.astype("float64")), initial=0.0))
+                for old_list, new_list in zip(before, after)
+                for old, new in zip(old_list, new_list)
+            ]
+            require(
+                max(differences) == 0.0 or max(differences) > 1e-3,
+                f"after your function ran on {what}, a value is off by {max(differences):.1e}: adding then "
+                "subtracting does not give back the same float. Keep a copy of each old value and assign it back",
             )
             require(
-                not changed,
+                max(differences) == 0.0,
                 f"after your function ran on {what}, some variable kept the value you wrote: put every old value back",
             )
     return "5 pairs measured (two loads, one object twice, a shared bias, a shared int64 counter, unrelated); values restored"
