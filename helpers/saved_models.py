@@ -2,7 +2,7 @@
 
 A SavedModel is a folder: ``saved_model.pb`` (the graphs, the functions and
 their signatures), ``variables/`` (a checkpoint, the format of chapter 01),
-``assets/`` (files the graph reads, such as vocabularies) and, since TF 2.9,
+``assets/`` (files the graph reads, such as vocabularies) and, in recent versions,
 ``fingerprint.pb``. The recipes read those files directly, so they work on a
 SavedModel written by any TensorFlow version, TF1 graph code included, and
 never run its graph:
@@ -48,6 +48,7 @@ from tensorflow.core.protobuf import saved_model_pb2
 from tensorflow.python.framework import op_def_registry
 
 from helpers.errors import NotACheckpointError, first_line
+from helpers.files import path_text
 from helpers.inspection import OBJECT_GRAPH_KEY, describe_checkpoint, format_bytes
 from helpers.notebook import format_table, hide_work_folder
 
@@ -82,7 +83,7 @@ class NotASavedModelError(NotACheckpointError):
     """
 
     def __init__(self, path: str | os.PathLike, reason: str) -> None:
-        super().__init__(os.fspath(path), reason)
+        super().__init__(path_text(path), reason)
         self.args = (f"{self.path!r} is not a readable SavedModel: {reason}",)
 
 
@@ -228,7 +229,7 @@ def describe_saved_model(path: str | os.PathLike) -> SavedModelDescription:
         ...
         helpers.saved_models.NotASavedModelError: 'no/such/folder' is not a readable SavedModel: no such file or folder
     """
-    folder = os.fspath(path)
+    folder = path_text(path, "SavedModel folder")
     proto = _read_saved_model(folder)
     signatures = []
     tag_sets = []
@@ -280,7 +281,7 @@ def unregistered_ops(path: str | os.PathLike) -> list[str]:
         >>> unregistered_ops("exported")     # doctest: +SKIP
         []
     """
-    return _unknown_ops(_read_saved_model(os.fspath(path)))
+    return _unknown_ops(_read_saved_model(path_text(path, "SavedModel folder")))
 
 
 def saved_model_cli_show(path: str | os.PathLike, *options: str, timeout: float = 120) -> str:
@@ -301,7 +302,7 @@ def saved_model_cli_show(path: str | os.PathLike, *options: str, timeout: float 
         SignatureDef key: "serve"
         SignatureDef key: "serving_default"
     """
-    folder = os.fspath(path)
+    folder = path_text(path, "SavedModel folder")
     _read_saved_model(folder)
     cli = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
     if not os.path.isfile(cli):

@@ -17,8 +17,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from helpers.checks import CheckFailed, exercise_check, require
-from helpers.errors import first_line
+from helpers.checks import exercise_check, require
 
 __all__ = [
     "check_call_serving_default",
@@ -26,17 +25,6 @@ __all__ = [
     "check_frozen_base_with_head",
     "check_shares_variables",
 ]
-
-
-def _call(function: Callable, *args: Any, hint: str) -> Any:
-    """Call the learner's function; an error inside it becomes a hint (NotImplementedError passes through)."""
-    __tracebackhide__ = True
-    try:
-        return function(*args)
-    except (NotImplementedError, CheckFailed):
-        raise
-    except Exception as error:  # noqa: BLE001 - any error in the learner's code becomes a hint
-        raise CheckFailed(f"{hint} (your function raised {type(error).__name__}: {first_line(error)[:160]})") from None
 
 
 def _folder_digest(folder: str) -> str:
@@ -90,13 +78,7 @@ def check_call_serving_default(call_serving_default: Callable[[str, np.ndarray],
             batch = np.linspace(-1.0, 1.0, 2 * n_in).reshape(2, n_in)  # float64, as NumPy makes it
             expected = module.answer(tf.constant(batch, tf.float32)).numpy()
             before = _folder_digest(folder)
-            result = _call(
-                call_serving_default, folder, batch,
-                hint=f"for a SavedModel whose serving_default signature takes {input_key!r} (float32) and returns "
-                f"{output_key!r}, your function failed. Read the keys from signature.structured_input_signature "
-                "and signature.structured_outputs instead of writing them, and pass float32 values "
-                "(a NumPy array is converted; a float64 tensor is not)",
-            )
+            result = call_serving_default(folder, batch)
             if isinstance(result, dict):
                 require(
                     False,
@@ -139,8 +121,7 @@ def check_export_for_serving(export_for_serving: Callable[[keras.Model, str, int
             model = _keras_model(n_features, seed)
             weights = [w.numpy().copy() for w in model.weights]
             folder = os.path.join(scratch, f"serving_{n_features}")
-            _call(export_for_serving, model, folder, n_features,
-                  hint=f"exporting a model with {n_features} inputs failed")
+            export_for_serving(model, folder, n_features)
             require(
                 os.path.isfile(os.path.join(folder, "saved_model.pb")),
                 f"no saved_model.pb in the folder you were given: write the SavedModel into path itself "
@@ -213,8 +194,7 @@ def check_frozen_base_with_head(frozen_base_with_head: Callable[[str, str, int, 
     with tempfile.TemporaryDirectory() as scratch:
         folder = os.path.join(scratch, "encoder")
         original = _base_saved_model(folder, n_inputs, endpoint)
-        model = _call(frozen_base_with_head, folder, endpoint, n_inputs, units,
-                      hint=f"building the model on a SavedModel whose endpoint is {endpoint!r} failed")
+        model = frozen_base_with_head(folder, endpoint, n_inputs, units)
         require(isinstance(model, keras.Model), f"frozen_base_with_head should return a keras.Model, got {type(model).__name__}")
         bases = [layer for layer in model.layers if isinstance(layer, keras.layers.TFSMLayer)]
         require(len(bases) == 1, f"the model should hold one keras.layers.TFSMLayer for the SavedModel; it holds {len(bases)}")
@@ -294,7 +274,7 @@ def check_shares_variables(shares_variables: Callable[[Any, Any], bool]) -> str:
         ]
         for what, first, second, expected in cases:
             before = _snapshot(first, second)
-            answer = _call(shares_variables, first, second, hint=f"for {what}, your function failed")
+            answer = shares_variables(first, second)
             require(
                 isinstance(answer, (bool, np.bool_)),
                 f"shares_variables should return True or False, got {answer!r} for {what}",
