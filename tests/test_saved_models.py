@@ -322,3 +322,9 @@ def test_cli_refuses_a_folder_that_is_not_a_saved_model(tmp_path):
 def test_cli_failure_is_reported(tf1_model):
     with pytest.raises(ValueError, match="saved_model_cli show --tag_set nosuch failed"):
         saved_model_cli_show(tf1_model, "--tag_set", "nosuch")
+
+
+@pytest.mark.parametrize("bad", [3, None, ""])
+def test_a_path_that_is_not_a_path(bad):
+    with pytest.raises((TypeError, ValueError), match="SavedModel folder"):
+        describe_saved_model(bad)
