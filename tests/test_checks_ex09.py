@@ -135,6 +135,110 @@ def test_call_serving_default_not_done():
 # --------------------------------------------------------------------------- 09.2
 
 
+def run_tf1_signature(path, tags, feeds):
+    with tf.Graph().as_default(), V1.Session() as sess:
+        meta_graph = V1.saved_model.loader.load(sess, tags, path)
+        signature = meta_graph.signature_def["serving_default"]
+        feed_dict = {signature.inputs[key].name: value for key, value in feeds.items()}
+        names = {key: info.name for key, info in signature.outputs.items()}
+        return sess.run(names, feed_dict)
+
+
+def run_tf1_signature_tf2(path, tags, feeds):
+    signature = tf.saved_model.load(path, tags=tags).signatures["serving_default"]
+    outputs = signature(**{key: tf.constant(value) for key, value in feeds.items()})
+    return {key: value.numpy() for key, value in outputs.items()}
+
+
+def run_tf1_signature_tensors(path, tags, feeds):
+    graph = tf.Graph()
+    with graph.as_default():
+        sess = V1.Session(graph=graph)
+        signature = V1.saved_model.loader.load(sess, tags, path).signature_def["serving_default"]
+        feed = {graph.get_tensor_by_name(signature.inputs[k].name): v for k, v in feeds.items()}
+        result = {}
+        for key in signature.outputs:
+            result[key] = sess.run(graph.get_tensor_by_name(signature.outputs[key].name), feed)
+        sess.close()
+    return result
+
+
+def always_serve(path, tags, feeds):
+    return run_tf1_signature(path, ["serve"], feeds)
+
+
+def feeds_by_key_name(path, tags, feeds):
+    with tf.Graph().as_default(), V1.Session() as sess:
+        meta_graph = V1.saved_model.loader.load(sess, tags, path)
+        signature = meta_graph.signature_def["serving_default"]
+        names = {key: info.name for key, info in signature.outputs.items()}
+        return sess.run(names, {f"{key}:0": value for key, value in feeds.items()})
+
+
+def returns_a_list(path, tags, feeds):
+    return list(run_tf1_signature(path, tags, feeds).values())
+
+
+def first_output_only(path, tags, feeds):
+    with tf.Graph().as_default(), V1.Session() as sess:
+        signature = V1.saved_model.loader.load(sess, tags, path).signature_def["serving_default"]
+        key = sorted(signature.outputs)[0]
+        feed_dict = {signature.inputs[k].name: v for k, v in feeds.items()}
+        return {key: sess.run(signature.outputs[key].name, feed_dict)}
+
+
+def keyed_by_tensor_name(path, tags, feeds):
+    with tf.Graph().as_default(), V1.Session() as sess:
+        signature = V1.saved_model.loader.load(sess, tags, path).signature_def["serving_default"]
+        feed_dict = {signature.inputs[k].name: v for k, v in feeds.items()}
+        fetches = [info.name for info in signature.outputs.values()]
+        return dict(zip(fetches, sess.run(fetches, feed_dict)))
+
+
+def feeds_only_the_first_input(path, tags, feeds):
+    with tf.Graph().as_default(), V1.Session() as sess:
+        signature = V1.saved_model.loader.load(sess, tags, path).signature_def["serving_default"]
+        first = sorted(feeds)[0]
+        names = {key: info.name for key, info in signature.outputs.items()}
+        return sess.run(names, {signature.inputs[first].name: feeds[first]})
+
+
+def test_run_tf1_signature(capsys):
+    ex09.check_run_tf1_signature(run_tf1_signature)
+    assert "✔ Exercise 09.2 passed" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("answer", [run_tf1_signature_tf2, run_tf1_signature_tensors])
+def test_run_tf1_signature_alternatives(answer, capsys):
+    ex09.check_run_tf1_signature(answer)
+    assert "✔ Exercise 09.2 passed" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "answer, hint",
+    [
+        (always_serve, r"tag-set \['serve', 'edge'\] you returned the keys \['probabilities', 'scores'\]"),
+        (feeds_by_key_name, r"(?s)raised .*in feeds_by_key_name"),
+        (returns_a_list, r"returned a list; return a dict"),
+        (first_output_only, r"you returned the keys \['probabilities'\]"),
+        (keyed_by_tensor_name, r"you returned the keys \['net/logits:0', 'net/probs:0'\]"),
+        (feeds_only_the_first_input, r"(?s)raised InvalidArgumentError.*must feed a value for placeholder"),
+    ],
+    ids=lambda value: getattr(value, "__name__", "hint"),
+)
+def test_run_tf1_signature_mistakes(answer, hint):
+    with pytest.raises(CheckFailed, match=hint):
+        ex09.check_run_tf1_signature(answer)
+
+
+def test_run_tf1_signature_not_done():
+    with pytest.raises(ExerciseNotDone):
+        ex09.check_run_tf1_signature(not_done)
+
+
+# --------------------------------------------------------------------------- 09.3
+
+
 def export_for_serving(model, path, n_features):
     archive = keras.export.ExportArchive()
     archive.track(model)
@@ -219,13 +323,13 @@ def wrong_endpoint_name(model, path, n_features):
 
 def test_export_for_serving(capsys):
     ex09.check_export_for_serving(export_for_serving)
-    assert "✔ Exercise 09.2 passed" in capsys.readouterr().out
+    assert "✔ Exercise 09.3 passed" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("answer", [export_with_a_module, export_with_a_concrete_function, export_serve_endpoint])
 def test_export_for_serving_alternatives(answer, capsys):
     ex09.check_export_for_serving(answer)
-    assert "✔ Exercise 09.2 passed" in capsys.readouterr().out
+    assert "✔ Exercise 09.3 passed" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(
@@ -251,7 +355,7 @@ def test_export_for_serving_not_done():
         ex09.check_export_for_serving(not_done)
 
 
-# --------------------------------------------------------------------------- 09.3
+# --------------------------------------------------------------------------- 09.4
 
 
 def frozen_base_with_head(path, endpoint, n_inputs, units):
@@ -312,13 +416,13 @@ def one_unit_head(path, endpoint, n_inputs, units):
 
 def test_frozen_base_with_head(capsys):
     ex09.check_frozen_base_with_head(frozen_base_with_head)
-    assert "✔ Exercise 09.3 passed" in capsys.readouterr().out
+    assert "✔ Exercise 09.4 passed" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("answer", [frozen_sequential, frozen_afterwards])
 def test_frozen_base_with_head_alternatives(answer, capsys):
     ex09.check_frozen_base_with_head(answer)
-    assert "✔ Exercise 09.3 passed" in capsys.readouterr().out
+    assert "✔ Exercise 09.4 passed" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(
@@ -343,7 +447,7 @@ def test_frozen_base_with_head_not_done():
         ex09.check_frozen_base_with_head(not_done)
 
 
-# --------------------------------------------------------------------------- 09.4
+# --------------------------------------------------------------------------- 09.5
 
 
 def shares_variables(first, second):
@@ -438,13 +542,13 @@ def returns_a_count(first, second):
 
 def test_shares_variables(capsys):
     ex09.check_shares_variables(shares_variables)
-    assert "✔ Exercise 09.4 passed" in capsys.readouterr().out
+    assert "✔ Exercise 09.5 passed" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("answer", [shares_with_a_fill, shares_by_identity])
 def test_shares_variables_alternatives(answer, capsys):
     ex09.check_shares_variables(answer)
-    assert "✔ Exercise 09.4 passed" in capsys.readouterr().out
+    assert "✔ Exercise 09.5 passed" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(

@@ -19,8 +19,11 @@ import tensorflow as tf
 
 from helpers.checks import exercise_check, require
 
+V1 = tf.compat.v1
+
 __all__ = [
     "check_call_serving_default",
+    "check_run_tf1_signature",
     "check_export_for_serving",
     "check_frozen_base_with_head",
     "check_shares_variables",
@@ -100,10 +103,78 @@ def check_call_serving_default(call_serving_default: Callable[[str, np.ndarray],
                 _folder_digest(folder) == before,
                 "the SavedModel folder changed: your function should only load it and call it",
             )
-    return "two SavedModels with other input/output keys answered through serving_default; folders unchanged"
+    return "serving_default of two SavedModels with other keys; folders unchanged"
 
 
 # --------------------------------------------------------------------------- 09.2
+
+
+def _tf1_saved_model(folder: str) -> dict:
+    """A TF1 SavedModel with two meta graphs whose serving_default signatures name their outputs differently.
+
+    Returns the expected outputs per tag-set for the feeds the check uses.
+    """
+    kernel = np.arange(1, 7, dtype="float32").reshape(3, 2) / 4.0
+    bias = np.array([0.5, -1.5], dtype="float32")
+    with tf.Graph().as_default():
+        with V1.variable_scope("net"):
+            x = V1.placeholder(tf.float32, [None, 3], name="x")
+            scale = V1.placeholder(tf.float32, [], name="scale")
+            w = V1.get_variable("w", initializer=kernel)
+            b = V1.get_variable("b", initializer=bias)
+            logits = tf.identity(scale * tf.matmul(x, w) + b, name="logits")
+            probs = tf.nn.softmax(logits, name="probs")
+        with V1.Session() as sess:
+            sess.run(V1.global_variables_initializer())
+            builder = V1.saved_model.Builder(folder)
+            serve = V1.saved_model.predict_signature_def(
+                {"pixels": x, "scale": scale}, {"scores": logits, "probabilities": probs})
+            edge = V1.saved_model.predict_signature_def(
+                {"pixels": x, "scale": scale}, {"score_1": logits, "score_10": probs})
+            builder.add_meta_graph_and_variables(sess, ["serve"], signature_def_map={"serving_default": serve})
+            builder.add_meta_graph(["serve", "edge"], signature_def_map={"serving_default": edge})
+            builder.save()
+    batch = np.array([[1.0, -2.0, 0.5], [0.0, 1.5, 2.0]], dtype="float32")
+    answer = 2.0 * batch @ kernel + bias
+    soft = np.exp(answer - answer.max(axis=1, keepdims=True))
+    soft /= soft.sum(axis=1, keepdims=True)
+    return {
+        ("serve",): ({"pixels": batch, "scale": np.float32(2.0)}, {"scores": answer, "probabilities": soft}),
+        ("serve", "edge"): ({"pixels": batch, "scale": np.float32(2.0)}, {"score_1": answer, "score_10": soft}),
+    }
+
+
+@exercise_check("09.2")
+def check_run_tf1_signature(run_tf1_signature: Callable[[str, list, dict], dict]) -> str:
+    with tempfile.TemporaryDirectory() as scratch:
+        folder = os.path.join(scratch, "tf1_net")
+        cases = _tf1_saved_model(folder)
+        before = _folder_digest(folder)
+        for tags, (feeds, expected) in cases.items():
+            result = run_tf1_signature(folder, list(tags), dict(feeds))
+            require(
+                isinstance(result, dict),
+                f"run_tf1_signature returned a {type(result).__name__}; return a dict from each output key "
+                f"of the signature to its value (for tags {list(tags)}: {sorted(expected)})",
+            )
+            require(
+                sorted(result) == sorted(expected),
+                f"for the tag-set {list(tags)} you returned the keys {sorted(result)}; the serving_default "
+                f"signature of that meta graph has the output keys {sorted(expected)}. Load the meta graph "
+                "with the tags you were given, and key the result by signature.outputs' keys",
+            )
+            for key, value in expected.items():
+                got = np.asarray(result[key])
+                require(
+                    got.shape == value.shape and np.allclose(got, value, atol=1e-5),
+                    f"for the tag-set {list(tags)}, the output {key!r} does not hold the signature's value: "
+                    "fetch signature.outputs[key].name with every input of signature.inputs fed",
+                )
+        require(_folder_digest(folder) == before, "the SavedModel folder changed: only load it and run it")
+    return "both tag-sets ('serve'; 'serve', 'edge') ran, every output key returned"
+
+
+# --------------------------------------------------------------------------- 09.3
 
 
 def _keras_model(n_features: int, seed: int) -> keras.Model:
@@ -114,7 +185,7 @@ def _keras_model(n_features: int, seed: int) -> keras.Model:
     return keras.Model(inputs, outputs)
 
 
-@exercise_check("09.2")
+@exercise_check("09.3")
 def check_export_for_serving(export_for_serving: Callable[[keras.Model, str, int], Any]) -> str:
     with tempfile.TemporaryDirectory() as scratch:
         for n_features, seed in ((5, 11), (2, 12)):
@@ -167,10 +238,10 @@ def check_export_for_serving(export_for_serving: Callable[[keras.Model, str, int
                 all(np.array_equal(old, w.numpy()) for old, w in zip(weights, model.weights)),
                 "the model's weights changed while exporting: export it as it is, without training or resetting it",
             )
-    return "serving_default takes 'features' (float32, (None, n)) and returns 'scores' = the model's answer, for n = 5 and 2"
+    return "in 'features' (float32, (None, n)), out 'scores' = model(x); n = 5 and 2"
 
 
-# --------------------------------------------------------------------------- 09.3
+# --------------------------------------------------------------------------- 09.4
 
 
 def _base_saved_model(folder: str, n_inputs: int, endpoint: str) -> keras.Model:
@@ -188,7 +259,7 @@ def _base_saved_model(folder: str, n_inputs: int, endpoint: str) -> keras.Model:
     return base
 
 
-@exercise_check("09.3")
+@exercise_check("09.4")
 def check_frozen_base_with_head(frozen_base_with_head: Callable[[str, str, int, int], keras.Model]) -> str:
     n_inputs, units, endpoint = 4, 2, "encode"
     with tempfile.TemporaryDirectory() as scratch:
@@ -230,10 +301,10 @@ def check_frozen_base_with_head(frozen_base_with_head: Callable[[str, str, int, 
             np.allclose(base(x[:3]).numpy(), original(x[:3]).numpy(), atol=1e-5),
             "the base does not answer like the SavedModel's endpoint",
         )
-    return f"TFSMLayer at endpoint {endpoint!r} under a Dense({units}) head; training changed only the head"
+    return f"TFSMLayer at {endpoint!r} under a Dense({units}) head; training changed only the head"
 
 
-# --------------------------------------------------------------------------- 09.4
+# --------------------------------------------------------------------------- 09.5
 
 
 class _Net(tf.__internal__.tracking.AutoTrackable):
@@ -257,7 +328,7 @@ def _snapshot(*objects) -> list[list[np.ndarray]]:
     return [[v.numpy().copy() for v in obj.variables] for obj in objects]
 
 
-@exercise_check("09.4")
+@exercise_check("09.5")
 def check_shares_variables(shares_variables: Callable[[Any, Any], bool]) -> str:
     with tempfile.TemporaryDirectory() as scratch:
         folder = os.path.join(scratch, "net_1")
@@ -306,4 +377,4 @@ def check_shares_variables(shares_variables: Callable[[Any, Any], bool]) -> str:
                 max(differences) == 0.0,
                 f"after your function ran on {what}, some variable kept the value you wrote: put every old value back",
             )
-    return "5 pairs measured (two loads, one object twice, a shared bias, a shared int64 counter, unrelated); values restored"
+    return "5 pairs measured, shared bias and int64 counter included; values restored"
