@@ -106,8 +106,9 @@ def _resolve_and_open(path: str | os.PathLike) -> tuple[str, tf.train.Checkpoint
     if os.path.isdir(text):
         return _resolve_and_open(_prefix_in_folder(text))
     if os.path.isfile(text + ".index"):
+        reader = _open(text, [text + ".index", *_data_files(text)], "its index file")
         _require_data_files(text)
-        return text, _open(text, [text + ".index", *_data_files(text)], "its index file")
+        return text, reader
     if _OWN_FILE.search(text):
         prefix = text[: _OWN_FILE.search(text).start()]
         raise NotACheckpointError(text, f"this is one of a checkpoint's files; pass its prefix {prefix!r}")
@@ -138,14 +139,12 @@ def _data_files(prefix: str) -> list[str]:
 
 def _require_data_files(prefix: str) -> None:
     present = {os.path.basename(name) for name in _data_files(prefix)}
-    if not present:
-        raise NotACheckpointError(prefix, "its '.data-*' file is missing (only the '.index' is there)")
     stem = os.path.basename(prefix)
-    total = max(int(_DATA_FILE.search(name)[2]) for name in present)
+    total = max((int(_DATA_FILE.search(name)[2]) for name in present), default=1)
     missing = [f"{stem}.data-{shard:05d}-of-{total:05d}" for shard in range(total)]
     missing = [name for name in missing if name not in present]
     if missing:
-        raise NotACheckpointError(prefix, f"data shards are missing: {missing}")
+        raise NotACheckpointError(prefix, f"its data files are missing (No such file: {', '.join(missing)})")
 
 
 def _v1_shards(text: str, shard: re.Match) -> list[str]:
