@@ -193,8 +193,8 @@ def _moved_folder(folder: str, steps: tuple[int, ...]) -> dict[int, dict[str, np
     """Checkpoints ``run-<step>`` in ``folder`` whose state file names another machine's paths."""
     saved = {}
     with tf.Graph().as_default():
-        w = V1.get_variable("net/w", shape=[2, 2])
-        b = V1.get_variable("net/b", shape=[2])
+        w = V1.get_variable("net/w", shape=[2, 2], initializer=V1.zeros_initializer())
+        b = V1.get_variable("net/b", shape=[2], initializer=V1.zeros_initializer())
         step = V1.train.get_or_create_global_step()
         saver = V1.train.Saver(max_to_keep=None)
         with V1.Session() as sess:
