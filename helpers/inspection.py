@@ -107,7 +107,7 @@ def _resolve_and_open(path: str | os.PathLike) -> tuple[str, tf.train.Checkpoint
         return _resolve_and_open(_prefix_in_folder(text))
     if os.path.isfile(text + ".index"):
         reader = _open(text, [text + ".index", *_data_files(text)], "its index file")
-        _require_data_files(text)
+        _require_data_files(text, reader)
         return text, reader
     if _OWN_FILE.search(text):
         prefix = text[: _OWN_FILE.search(text).start()]
@@ -137,7 +137,8 @@ def _data_files(prefix: str) -> list[str]:
     return sorted(os.path.join(folder, n) for n in names if n.startswith(stem) and _DATA_FILE.fullmatch(n[len(stem):]))
 
 
-def _require_data_files(prefix: str) -> None:
+def _require_data_files(prefix: str, reader: tf.train.CheckpointReader) -> None:
+    """Refuse missing data shards, and data files too short for the values the index lists."""
     present = {os.path.basename(name) for name in _data_files(prefix)}
     stem = os.path.basename(prefix)
     total = max((int(_DATA_FILE.search(name)[2]) for name in present), default=1)
@@ -145,6 +146,11 @@ def _require_data_files(prefix: str) -> None:
     missing = [name for name in missing if name not in present]
     if missing:
         raise NotACheckpointError(prefix, f"its data files are missing (No such file: {', '.join(missing)})")
+    dtypes = reader.get_variable_to_dtype_map()
+    needed = sum(_nbytes(shape, dtypes[key]) or 0 for key, shape in reader.get_variable_to_shape_map().items())
+    have = sum(os.path.getsize(name) for name in _data_files(prefix))
+    if have < needed:
+        raise NotACheckpointError(prefix, f"its data files are truncated ({have} B; the index lists {needed} B)")
 
 
 def _v1_shards(text: str, shard: re.Match) -> list[str]:

@@ -292,7 +292,17 @@ def test_read_truncated_data_file(tmp_path, name_based):
     shutil.copy(name_based + ".index", str(stem) + ".index")
     data = Path(name_based + ".data-00000-of-00001").read_bytes()
     Path(str(stem) + ".data-00000-of-00001").write_bytes(data[:10])
-    describe_checkpoint(stem)  # the index alone is intact
+    for function in PUBLIC:  # the index alone is intact, yet every reader refuses
+        with pytest.raises(NotACheckpointError, match="its data files are truncated \\(10 B; the index lists 52 B\\)"):
+            function(stem)
+
+
+def test_read_damaged_data_file(tmp_path, name_based):
+    stem = tmp_path / "flipped"
+    shutil.copy(name_based + ".index", str(stem) + ".index")
+    data = bytearray(Path(name_based + ".data-00000-of-00001").read_bytes())
+    data[3] ^= 0xFF
+    Path(str(stem) + ".data-00000-of-00001").write_bytes(bytes(data))
     with pytest.raises(NotACheckpointError, match="its data file is truncated or damaged"):
         read_checkpoint(stem)
 
