@@ -134,7 +134,8 @@ def _data_files(prefix: str) -> list[str]:
     """The ``.data-*`` files of ``prefix``, compared name by name (``[``, ``*``, ``?`` are plain)."""
     folder, stem = os.path.split(prefix)
     names = os.listdir(folder or ".")
-    return sorted(os.path.join(folder, n) for n in names if n.startswith(stem) and _DATA_FILE.fullmatch(n[len(stem):]))
+    return sorted(os.path.join(folder, name) for name in names
+                  if name.startswith(stem) and _DATA_FILE.fullmatch(name[len(stem):]))
 
 
 def _require_data_files(prefix: str, reader: tf.train.CheckpointReader) -> None:
@@ -147,10 +148,12 @@ def _require_data_files(prefix: str, reader: tf.train.CheckpointReader) -> None:
     if missing:
         raise NotACheckpointError(prefix, f"its data files are missing (No such file: {', '.join(missing)})")
     dtypes = reader.get_variable_to_dtype_map()
-    needed = sum(_nbytes(shape, dtypes[key]) or 0 for key, shape in reader.get_variable_to_shape_map().items())
+    shapes = reader.get_variable_to_shape_map()
+    needed = sum(_nbytes(shape, dtypes[key]) or 0 for key, shape in shapes.items())
     have = sum(os.path.getsize(name) for name in _data_files(prefix))
     if have < needed:
-        raise NotACheckpointError(prefix, f"its data files are truncated ({have} B; the index lists {needed} B)")
+        raise NotACheckpointError(
+            prefix, f"its data files are truncated or damaged ({have} B; the index lists {needed} B)")
 
 
 def _v1_shards(text: str, shard: re.Match) -> list[str]:
@@ -178,7 +181,8 @@ def _prefix_in_folder(folder: str) -> str:
         if len(prefixes) == 1:  # e.g. a SavedModel's variables/ folder
             return os.path.join(folder, prefixes[0])
         hint = f"; it holds {prefixes[:3]}: pass one of them as folder/prefix" if prefixes else ""
-        raise NotACheckpointError(folder, f"a folder with no {STATE_FILE!r} state file naming a checkpoint{hint}")
+        raise NotACheckpointError(folder, f"a folder with no {STATE_FILE!r} state file naming a checkpoint"
+                                          + hint)
     try:
         state = tf.train.get_checkpoint_state(folder)
     except (ValueError, tf.errors.OpError):  # not text, or not a state file
@@ -186,13 +190,14 @@ def _prefix_in_folder(folder: str) -> str:
     if state is None or not state.model_checkpoint_path:
         raise NotACheckpointError(folder, f"its {STATE_FILE!r} state file is empty or damaged")
     named = state.model_checkpoint_path  # TensorFlow joins a relative name to the folder
-    tried = [named, os.path.join(folder, re.split(r"[/\\]", named)[-1])]
-    for candidate in dict.fromkeys(tried):
-        if os.path.isfile(candidate + ".index") or os.path.isfile(candidate) or "?????" in candidate:
+    # A path of another machine (POSIX or Windows): look for its last part in this folder.
+    tried = list(dict.fromkeys([named, os.path.join(folder, re.split(r"[/\\]", named)[-1])]))
+    for candidate in tried:
+        first_file = candidate.replace("-?????-of-", "-00000-of-")  # an old sharded (V1) pattern
+        if os.path.isfile(candidate + ".index") or os.path.isfile(first_file):
             return candidate
     raise NotACheckpointError(
-        folder, f"its {STATE_FILE!r} state file names a checkpoint whose files are gone (tried {list(dict.fromkeys(tried))})"
-    )
+        folder, f"its {STATE_FILE!r} state file names a checkpoint whose files are gone (tried {tried})")
 
 
 # TensorFlow's reader treats the prefix as a glob pattern: a name with [, *, ? cannot be
@@ -223,7 +228,8 @@ def _open(prefix: str, files: list[str], what: str) -> tf.train.CheckpointReader
     try:
         return tf.train.load_checkpoint(_readable_name(prefix, files))
     except (tf.errors.OpError, ValueError, RuntimeError) as error:
-        raise NotACheckpointError(prefix, f"cannot read {what}: damaged or of another format ({first_line(error)})") from None
+        raise NotACheckpointError(
+            prefix, f"cannot read {what}: damaged or of another format ({first_line(error)})") from None
 
 
 def read_tensor(reader: tf.train.CheckpointReader, path: str | os.PathLike, key: str) -> np.ndarray:

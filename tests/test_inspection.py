@@ -293,7 +293,7 @@ def test_read_truncated_data_file(tmp_path, name_based):
     data = Path(name_based + ".data-00000-of-00001").read_bytes()
     Path(str(stem) + ".data-00000-of-00001").write_bytes(data[:10])
     for function in PUBLIC:  # the index alone is intact, yet every reader refuses
-        with pytest.raises(NotACheckpointError, match="its data files are truncated \\(10 B; the index lists 52 B\\)"):
+        with pytest.raises(NotACheckpointError, match="its data files are truncated or damaged \\(10 B; the index lists 52 B\\)"):
             function(stem)
 
 
