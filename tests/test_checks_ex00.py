@@ -1,4 +1,4 @@
-"""The check of notebook 00's warm-up: right answers pass, a learner's wrong ones get their hint."""
+"""The checks of notebook 00: right answers pass, a learner's wrong ones get their hint."""
 
 from __future__ import annotations
 
@@ -7,9 +7,78 @@ import pytest
 import tensorflow as tf
 
 from helpers.checks import CheckFailed, ExerciseNotDone, LearnerCodeError
-from helpers.checks.ex00 import check_affine_in_graph
+from helpers.checks.ex00 import check_affine_in_graph, check_modern_name
 
 V1 = tf.compat.v1
+
+
+# --------------------------------------------------------------------------- 00.1
+
+
+def exists(dotted_name):
+    obj = tf
+    for part in dotted_name.split(".")[1:]:
+        if not hasattr(obj, part):
+            return False
+        obj = getattr(obj, part)
+    return True
+
+
+def modern_name(old):
+    if exists(old):
+        return old
+    moved = old.replace("tf.", "tf.compat.v1.", 1)
+    return moved if exists(moved) else None
+
+
+def modern_name_with_getattr_chain(old):
+    import functools
+
+    def lookup(name):
+        try:
+            functools.reduce(getattr, name.split(".")[1:], tf)
+            return True
+        except AttributeError:
+            return False
+
+    candidates = [old, "tf.compat.v1." + old[len("tf."):]]
+    return next((name for name in candidates if lookup(name)), None)
+
+
+@pytest.mark.parametrize("answer", [modern_name, modern_name_with_getattr_chain])
+def test_00_1_right_answers(answer, capsys):
+    check_modern_name(answer)
+    assert capsys.readouterr().out.startswith("✔ Exercise 00.1 passed")
+
+
+def test_00_1_stub():
+    def stub(old):
+        raise NotImplementedError()
+
+    with pytest.raises(ExerciseNotDone):
+        check_modern_name(stub)
+
+
+def _top_level_only(old):
+    first = old.split(".")[1]
+    return old if hasattr(tf, first) else "tf.compat.v1." + old[3:]
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    (lambda old: "tf.compat.v1." + old[3:], "still exists"),
+    (lambda old: old, "is gone"),
+    (lambda old: old if exists(old) else "tf.compat.v1." + old[3:], "does not exist"),
+    (_top_level_only, "not only the first"),
+    (lambda old: "tf.compat.v1" + old[2:] if not exists(old) else old, "does not exist"),
+    (lambda old: eval(old, {"tf": tf}) if exists(old) else None, "returned a function"),
+    (lambda old: old.replace("tf.", "tf.compat.v1.") if not exists(old) else old, "does not exist"),
+])
+def test_00_1_wrong_answers(wrong, hint):
+    with pytest.raises(CheckFailed, match=hint):
+        check_modern_name(wrong)
+
+
+# --------------------------------------------------------------------------- 00.2
 
 
 def affine_in_graph(x, w, b):
@@ -28,7 +97,7 @@ def affine_in_graph(x, w, b):
 
 def test_reference_answer_passes(capsys):
     check_affine_in_graph(affine_in_graph)
-    assert capsys.readouterr().out.startswith("✔ Exercise 00.1 passed")
+    assert capsys.readouterr().out.startswith("✔ Exercise 00.2 passed")
 
 
 def test_tf_variable_and_an_explicit_graph_pass(capsys):

@@ -1,4 +1,4 @@
-"""Checks for notebook 00 (start here)."""
+"""Checks for notebook 00 (start here): translating a TF 1.x name, and a layer in a graph."""
 
 from __future__ import annotations
 
@@ -46,7 +46,48 @@ def _came_from(result: np.ndarray, results: list) -> bool:
                for r in results)
 
 
+# Names from old answers, none of them in the notebook's table: still there, moved, or gone.
+_OLD_NAMES = ["tf.nn.relu", "tf.assign", "tf.train.exponential_decay", "tf.contrib.layers.xavier_initializer",
+              "tf.random_normal", "tf.matmul", "tf.Print", "tf.train.Optimizer", "tf.reduce_sum",
+              "tf.contrib.slim", "tf.no_such_function"]
+
+
+def _exists(dotted_name: str) -> bool:
+    obj = tf
+    for part in dotted_name.split(".")[1:]:
+        if not hasattr(obj, part):
+            return False
+        obj = getattr(obj, part)
+    return True
+
+
+def _modern(old_name: str) -> str | None:
+    moved = "tf.compat.v1." + old_name.removeprefix("tf.")
+    return old_name if _exists(old_name) else moved if _exists(moved) else None
+
+
 @exercise_check("00.1")
+def check_modern_name(modern_name: Callable[[str], str | None]) -> str:
+    """``modern_name(old)``: the name itself, its ``tf.compat.v1`` twin, or None, as TensorFlow says."""
+    for old_name in _OLD_NAMES:
+        expected, answer = _modern(old_name), modern_name(old_name)
+        require(answer is None or isinstance(answer, str),
+                f"modern_name({old_name!r}) returned a {type(answer).__name__}: return the name as a string "
+                "(or None), not the object it names.")
+        if expected is None:
+            require(answer is None, f"modern_name({old_name!r}) returned {answer!r}, but that name does not exist "
+                                    "in TensorFlow 2.21: return None when neither name exists.")
+        elif expected == old_name:
+            require(answer == old_name, f"modern_name({old_name!r}) returned {answer!r}, but {old_name} still "
+                                        "exists: return the old name itself when it still works.")
+        else:
+            require(answer == expected, f"modern_name({old_name!r}) returned {answer!r}; {old_name} is gone and "
+                                        f"{expected} exists. Check every part of the dotted name, not only the "
+                                        "first ('tf.train' exists, 'tf.train.exponential_decay' does not).")
+    return f"{len(_OLD_NAMES)} old names translated: kept, moved to tf.compat.v1, or gone (None)"
+
+
+@exercise_check("00.2")
 def check_affine_in_graph(affine_in_graph: AffineInGraph) -> str:
     """``affine_in_graph(x, w, b)`` runs ``x @ w + b`` in a new graph and returns what a session gives."""
     for seed, (x_shape, w_shape) in enumerate(_CASES):
