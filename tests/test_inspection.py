@@ -380,7 +380,8 @@ def test_format_table_aligns_columns():
 # Names people give their runs: spaces, accents, CJK, brackets and glob characters.
 _NAME = st.text(alphabet="ab xé漢[]*?-_.", min_size=1, max_size=10).filter(
     lambda name: name.strip(".") and not name.startswith("-") and name == name.strip())
-_PROPERTY = settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
+_PROPERTY = settings(max_examples=15, deadline=None, database=None,  # nothing written into the checkout
+                     suppress_health_check=list(HealthCheck))
 
 
 def _fresh(base: Path) -> Path:
