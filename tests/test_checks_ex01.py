@@ -77,6 +77,16 @@ def test_01_1_wrong_answers(wrong, hint):
         ex01.check_count_parameters(wrong)
 
 
+def test_01_1_importing_into_the_callers_graph_is_building_one():
+    def into_default_graph(prefix):
+        V1.train.import_meta_graph(os.fspath(prefix) + ".meta")
+        return count_parameters(prefix)
+
+    with tf.Graph().as_default():
+        with pytest.raises(CheckFailed, match="built a graph \\(ops added to the default graph\\)"):
+            ex01.check_count_parameters(into_default_graph)
+
+
 def test_01_1_string_only_code_fails_on_a_path():
     def string_only(prefix):
         return sum(int(np.prod(s)) for _, s in tf.train.list_variables(prefix + ""))

@@ -93,8 +93,12 @@ def check_count_parameters(count_parameters: Callable[[str | os.PathLike], int])
             prefix = _save_plain(os.path.join(folder, f"run{number}", "weights"), specs)
             expected = sum(int(np.prod(shape, dtype=int)) for shape in specs.values())
             given = Path(prefix) if as_path else prefix
+            default_graph = V1.get_default_graph()
+            ops_before = len(default_graph.get_operations())
             with _graphs_created() as graphs:
                 count = count_parameters(given)
+            if len(default_graph.get_operations()) > ops_before:
+                graphs.append("ops added to the default graph")
             kind = "a pathlib.Path" if as_path else "a str"
             require(count is not None, "count_parameters returned None: return the total as an int.")
             require(not graphs, f"count_parameters built a graph ({', '.join(graphs)}): read the checkpoint "
