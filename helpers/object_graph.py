@@ -19,9 +19,19 @@ checkpoints written by ``tf.compat.v1.train.Saver`` have no object graph.
 
 from __future__ import annotations
 
+import contextlib
+import gc
+import logging
 import os
+import re
+import shutil
+import tempfile
+import textwrap
+import warnings
 from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import matplotlib.pyplot as plt
 import tensorflow as tf
@@ -31,6 +41,7 @@ from matplotlib.patches import Patch
 from tensorflow.core.protobuf import trackable_object_graph_pb2
 
 from helpers.errors import NotACheckpointError, first_line
+from helpers.files import checkpoint_files_at, path_text
 from helpers.inspection import OBJECT_GRAPH_KEY, open_checkpoint, read_tensor
 
 __all__ = [
@@ -41,6 +52,7 @@ __all__ = [
     "ObjectGraph",
     "plot_object_graph",
     "read_object_graph",
+    "tensorflow_warnings",
 ]
 
 VALUE_SUFFIX = "/.ATTRIBUTES/VARIABLE_VALUE"
@@ -91,7 +103,10 @@ class GraphNode:
     """One object of the graph.
 
     ``path`` is the shortest chain of edge names from the root, the one
-    TensorFlow uses to build checkpoint keys ("" for the root). Variables also
+    TensorFlow uses to build checkpoint keys ("" for the root); between paths
+    of equal length the first in edge order wins (a ``tf.train.Checkpoint``
+    orders its own arguments alphabetically, so an optimizer saved under a
+    name that sorts before ``model`` owns the model's keys). Variables also
     carry their ``checkpoint_key``, ``shape``, ``dtype`` and ``full_name``
     (the variable's own name when it was saved, which matching ignores).
     """
@@ -152,7 +167,11 @@ class ObjectGraph:
 
 
 def _load_proto(ckpt_path: str) -> tuple[trackable_object_graph_pb2.TrackableObjectGraph, dict, dict]:
-    reader = open_checkpoint(ckpt_path)
+    with reading(ckpt_path) as (ckpt_path, reader):
+        return _proto_of(ckpt_path, reader)
+
+
+def _proto_of(ckpt_path: str, reader) -> tuple[trackable_object_graph_pb2.TrackableObjectGraph, dict, dict]:
     shapes = reader.get_variable_to_shape_map()
     if OBJECT_GRAPH_KEY not in shapes:
         raise NameBasedCheckpointError(ckpt_path)
@@ -169,7 +188,7 @@ def _load_proto(ckpt_path: str) -> tuple[trackable_object_graph_pb2.TrackableObj
     return proto, shapes, dtypes
 
 
-def read_object_graph(ckpt_path: str, *, include_empty: bool = False) -> ObjectGraph:
+def read_object_graph(ckpt_path: str | os.PathLike, *, include_empty: bool = False) -> ObjectGraph:
     """The object graph stored in an object-based checkpoint, as plain data.
 
     Kinds are inferred from the graph, which does not store Python classes:
@@ -402,7 +421,7 @@ _CHARS_PER_LEVEL = 26.0  # about how many 9-point characters fit in one level
 _INDENT = 0.3  # boxes start this far (in levels) left of their node
 
 
-def plot_object_graph(ckpt_path: str, *, title: str | None = None) -> Figure:
+def plot_object_graph(ckpt_path: str | os.PathLike, *, title: str | None = None) -> Figure:
     """Draw the object graph of an object-based checkpoint and return the figure.
 
     Every box is an object, labelled with the name of the edge that leads to
@@ -461,6 +480,109 @@ def plot_object_graph(ckpt_path: str, *, title: str | None = None) -> Figure:
     ax.set_xlim(-0.5, right)
     ax.set_ylim(rows - 0.4, -0.6)
     ax.axis("off")
-    ax.set_title(title or f"Object graph of checkpoint {os.path.basename(os.fspath(ckpt_path))!r}")
+    ax.set_title(title or f"Object graph of checkpoint {os.path.basename(path_text(ckpt_path))!r}")
     fig.tight_layout()
     return fig
+
+
+# ----------------------------------------------------------------- reading paths as they are written
+
+
+@contextlib.contextmanager
+def literal_prefix(ckpt_path: str | os.PathLike) -> Iterator[str]:
+    """A prefix TensorFlow reads as the checkpoint ``ckpt_path`` names, even with ``[...]`` in it.
+
+    TensorFlow's checkpoint reader takes ``[1]`` in a path as a glob pattern
+    and then finds nothing. Such a checkpoint is read through links with a
+    plain name in a temporary folder, removed afterwards; any other path is
+    handed back unchanged.
+
+    Example:
+        >>> with literal_prefix("runs/model-3") as readable:
+        ...     readable
+        'runs/model-3'
+    """
+    text = path_text(ckpt_path, "checkpoint path")
+    if "\x00" in text:
+        raise NotACheckpointError(text, "a path cannot contain a NUL character")
+    files = checkpoint_files_at(text) if "[" in text and not os.path.isdir(text) else []
+    if not files:
+        yield text
+        return
+    folder, stem = os.path.split(os.path.abspath(text))
+    links = tempfile.mkdtemp(prefix="ckpt-link-")
+    try:
+        for name in files:
+            os.symlink(os.path.join(folder, name), os.path.join(links, "ckpt" + name[len(stem):]))
+        yield os.path.join(links, "ckpt")
+    finally:
+        shutil.rmtree(links, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def reading(ckpt_path: str | os.PathLike) -> Iterator[tuple[str, Any]]:
+    """``(path as the user wrote it, reader)`` for a checkpoint; errors name the user's path.
+
+    Example:
+        >>> with reading("ckpt/model-3") as (path, reader):     # doctest: +SKIP
+        ...     reader.get_tensor("step")
+        5
+    """
+    real = path_text(ckpt_path, "checkpoint path")
+    with literal_prefix(real) as readable:
+        try:
+            yield real, open_checkpoint(readable)
+        except NotACheckpointError as error:
+            if readable == real or error.path != readable:
+                raise
+            raise NotACheckpointError(real, error.reason.replace(readable, real)) from None
+
+
+# ----------------------------------------------------------------- TensorFlow's warnings, shown
+
+
+_LOCATION = re.compile(r"^From \S+?:\d+: ")
+
+
+@contextlib.contextmanager
+def tensorflow_warnings() -> Iterator[list[str]]:
+    """Collect the warnings TensorFlow logs or warns while the block runs, as short lines.
+
+    The course's setup hides TensorFlow's log; your own scripts print these
+    lines. Warnings logged when an object is garbage-collected (a restore
+    with unused values) are collected at the end of the block. Source
+    locations are dropped and long lines wrapped at 100 columns.
+
+    Example:
+        >>> with tensorflow_warnings() as lines:
+        ...     tf.get_logger().warning("Value in checkpoint could not be found: (root).step")
+        >>> print("\\n".join(lines))
+        WARNING Value in checkpoint could not be found: (root).step
+    """
+    logger = tf.get_logger()
+    saved = (logger.level, logger.handlers[:], logger.propagate)
+    records: list[logging.LogRecord] = []
+
+    class _Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(record)
+
+    lines: list[str] = []
+    logger.handlers[:] = [_Keep(level=logging.WARNING)]
+    logger.setLevel(logging.WARNING)
+    logger.propagate = False
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            yield lines
+            gc.collect()
+    finally:
+        logger.setLevel(saved[0])
+        logger.handlers[:] = saved[1]
+        logger.propagate = saved[2]
+    found = [f"{r.levelname} {_LOCATION.sub('', r.getMessage())}" for r in records]
+    found += [f"{w.category.__name__}: {w.message}" for w in caught]
+    for text in found:
+        for line in text.splitlines():
+            lines.extend(textwrap.wrap(line, 100, subsequent_indent="    ", break_long_words=False,
+                                       break_on_hyphens=False) or [""])
