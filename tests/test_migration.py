@@ -512,3 +512,105 @@ def test_a_name_map_must_point_into_the_root(tf1_ckpt, tmp_path):
     with pytest.raises(StructureMismatchError, match="not variables of the Dense"):
         object_based_to_name_based(path, tmp_path / "back", root, name_map(other))
     assert not list(tmp_path.glob("obj*")) and not list(tmp_path.glob("back*"))
+
+
+# --------------------------------------------------------------------------- properties
+
+import string  # noqa: E402
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from helpers.object_graph import NameBasedCheckpointError, read_object_graph  # noqa: E402
+
+# Names people really use: spaces, non-ASCII, and the glob characters [ ] * ?
+NAME = st.text(
+    alphabet=st.sampled_from(string.ascii_letters + string.digits + " -_.[]*?éü中"),
+    min_size=1,
+    max_size=10,
+).filter(lambda name: name not in {".", ".."} and not name.startswith(".") and not name.endswith("."))
+PROPERTY = settings(max_examples=12, suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None)
+
+
+def _fresh(folder: Path) -> Path:
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    return folder
+
+
+def _snapshot(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@PROPERTY
+@given(folder_name=NAME, stem=NAME, as_path=st.booleans())
+def test_property_round_trip_under_any_name(tmp_path, folder_name, stem, as_path):
+    """Write, read, restore, convert and export under any name: the documented result every time."""
+    root = _fresh(tmp_path / "prop")
+    prefix = root / folder_name / stem
+    given_prefix = prefix if as_path else str(prefix)
+    assert write_name_based({"dense/kernel": KERNEL, "dense/bias": BIAS}, given_prefix) == str(prefix)
+    assert checkpoint_format(given_prefix) == "name-based"
+    with pytest.raises(NameBasedCheckpointError):
+        read_object_graph(given_prefix)
+    layer = dense()
+    assert restore_name_based(given_prefix, name_map(layer)).restored == ["dense/bias", "dense/kernel"]
+    np.testing.assert_array_equal(layer.bias.numpy(), BIAS)
+
+    converted = root / folder_name / (stem + " tf2")
+    out = name_based_to_object_based(given_prefix, converted if as_path else str(converted), layer, name_map(layer))
+    assert out == str(converted) and out.report.complete
+    assert read_object_graph(out).node("model/_kernel").shape == (3, 2)
+    other = dense()
+    back = object_based_to_name_based(out, root / folder_name / (stem + " back"), other, name_map(other))
+    np.testing.assert_array_equal(other.kernel.numpy(), KERNEL)
+
+    before = _snapshot(root)
+    for write in (
+        lambda: write_name_based({"a": np.zeros(1)}, given_prefix),
+        lambda: name_based_to_object_based(given_prefix, out, layer, name_map(layer)),
+        lambda: object_based_to_name_based(out, back, layer, name_map(layer)),
+        lambda: name_based_to_object_based(given_prefix, given_prefix, layer, name_map(layer)),
+    ):
+        with pytest.raises(WouldOverwriteError):
+            write()
+    assert _snapshot(root) == before
+
+
+@PROPERTY
+@given(folder_name=NAME, stem=NAME, as_path=st.booleans())
+def test_property_a_missing_checkpoint_is_named_and_nothing_is_written(tmp_path, folder_name, stem, as_path):
+    root = _fresh(tmp_path / "missing")
+    prefix = root / folder_name / stem
+    given_prefix = prefix if as_path else str(prefix)
+    layer = dense()
+    for call in (
+        lambda: checkpoint_format(given_prefix),
+        lambda: restore_name_based(given_prefix, name_map(layer)),
+        lambda: name_based_to_object_based(given_prefix, root / "out", layer, name_map(layer)),
+        lambda: object_based_to_name_based(given_prefix, root / "out", layer, name_map(layer)),
+        lambda: read_object_graph(given_prefix),
+    ):
+        with pytest.raises(NotACheckpointError) as caught:
+            call()
+        assert str(prefix) in str(caught.value) or repr(str(prefix)) in str(caught.value)
+    assert _snapshot(root) == {}
+
+
+@PROPERTY
+@given(garbage=st.binary(max_size=64), stem=NAME)
+def test_property_a_damaged_index_is_named_and_left_alone(tmp_path, garbage, stem):
+    root = _fresh(tmp_path / "garbage")
+    (root / f"{stem}.index").write_bytes(garbage)
+    before = _snapshot(root)
+    layer = dense()
+    for call in (
+        lambda: checkpoint_format(root / stem),
+        lambda: restore_name_based(root / stem, name_map(layer), strict=False),
+        lambda: object_based_to_name_based(root / stem, root / "out", layer),
+        lambda: read_object_graph(root / stem),
+    ):
+        with pytest.raises(NotACheckpointError):
+            call()
+    assert _snapshot(root) == before
