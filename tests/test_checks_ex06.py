@@ -81,7 +81,7 @@ def restore_hidden_layer_wrong_units(ckpt_path):
 def test_restore_hidden_layer_accepts_correct_answers(capsys):
     for answer in (restore_hidden_layer, restore_hidden_layer_built_first, restore_hidden_layer_by_keys):
         ex06.check_restore_hidden_layer(answer)
-        assert "✔ Exercise 06.1 passed" in capsys.readouterr().out
+        assert "✔ Exercise 06.3 passed" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(
@@ -260,7 +260,7 @@ def train_and_keep_five_steps(step_fn, checkpoint, directory, steps, keep):
 def test_train_and_keep_accepts_correct_answers(capsys):
     for answer in (train_and_keep, train_and_keep_returning_saves):
         ex06.check_train_and_keep(answer)
-        assert "✔ Exercise 06.3 passed" in capsys.readouterr().out
+        assert "✔ Exercise 06.1 passed" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(

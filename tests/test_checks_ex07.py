@@ -177,7 +177,7 @@ def load_any_saver(ckpt_path, model, name_map):
 def test_load_any_accepts_correct_answers(capsys):
     for answer in (load_any, load_any_by_keys):
         ex07.check_load_any(answer)
-        assert "✔ Exercise 07.2 passed" in capsys.readouterr().out
+        assert "✔ Exercise 07.3 passed" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(
@@ -242,7 +242,7 @@ def export_zeroing_biases(model, out_prefix):
 def test_export_for_tf1_accepts_correct_answers(capsys):
     for answer in (export_for_tf1, export_for_tf1_saver_values):
         ex07.check_export_for_tf1(answer)
-        assert "✔ Exercise 07.3 passed" in capsys.readouterr().out
+        assert "✔ Exercise 07.2 passed" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(

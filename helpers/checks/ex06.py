@@ -64,7 +64,7 @@ def _files(folder: str) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(Path(folder).rglob("*")) if p.is_file()}
 
 
-@exercise_check("06.1")
+@exercise_check("06.3")
 def check_restore_hidden_layer(restore_hidden_layer: Callable[[str], keras.layers.Dense]) -> str:
     with tempfile.TemporaryDirectory() as folder:
         path, net = _train_checkpoint(folder)
@@ -144,7 +144,7 @@ def check_restore_for_inference(restore_for_inference: Callable) -> str:
             "that leave variables unset raise")
 
 
-@exercise_check("06.3")
+@exercise_check("06.1")
 def check_train_and_keep(train_and_keep: Callable) -> str:
     for steps, keep in ((6, 2), (4, 3)):
         with tempfile.TemporaryDirectory() as folder:

@@ -140,7 +140,7 @@ def check_tf1_name_map(tf1_name_map: Callable) -> str:
     return "the four TF1 names map onto the model's variables, and restored through them it answers like TF1"
 
 
-@exercise_check("07.2")
+@exercise_check("07.3")
 def check_load_any(load_any: Callable) -> str:
     with tempfile.TemporaryDirectory() as folder:
         tf1_path, answers = _tf1_checkpoint(folder)
@@ -189,7 +189,7 @@ def check_load_any(load_any: Callable) -> str:
             "right format is returned, and a TF2 checkpoint missing a layer raises")
 
 
-@exercise_check("07.3")
+@exercise_check("07.2")
 def check_export_for_tf1(export_for_tf1: Callable) -> str:
     with tempfile.TemporaryDirectory() as folder:
         model = _trained_keras(seed=11, name="served_mlp")
