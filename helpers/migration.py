@@ -153,6 +153,8 @@ def _refuse_to_write(out_prefix: str | os.PathLike, ckpt_path: str | os.PathLike
     out = path_text(out_prefix, "output prefix")
     if "\x00" in out:
         raise NotACheckpointError(out, "a path cannot contain a NUL character")
+    if out.endswith(("/", os.sep)) or os.path.isdir(out):
+        raise NotACheckpointError(out, "this names a folder; a checkpoint prefix ends with a file name, e.g. 'ckpt'")
     if ckpt_path is not None and _same_file(out, path_text(ckpt_path, "checkpoint path")):
         raise WouldOverwriteError(out, "the input checkpoint")
     return refuse_existing_checkpoint(out)

@@ -614,3 +614,11 @@ def test_property_a_damaged_index_is_named_and_left_alone(tmp_path, garbage, ste
         with pytest.raises(NotACheckpointError):
             call()
     assert _snapshot(root) == before
+
+
+@pytest.mark.parametrize("out", ["folder/", "existing_folder", "bad\x00name"])
+def test_an_output_prefix_must_name_a_file(tmp_path, out):
+    (tmp_path / "existing_folder").mkdir()
+    with pytest.raises(NotACheckpointError, match="folder|NUL"):
+        write_name_based({"w": np.zeros(1)}, f"{tmp_path}/{out}")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["existing_folder"]
