@@ -15,6 +15,13 @@ The graph is stored under the key ``_CHECKPOINTABLE_OBJECT_GRAPH`` as a
 checkpoint key holds each saved value, but not the objects' Python classes, so
 the kind of each node is inferred (see ``read_object_graph``). Name-based
 checkpoints written by ``tf.compat.v1.train.Saver`` have no object graph.
+
+Three small aids go with it: ``brief_assertion`` and ``assertion_verdicts``
+(what a restore status's assertions say, in a line), ``tensorflow_warnings``
+(the warnings TensorFlow logs, which the course's setup hides, collected to
+be shown), and ``reading``/``literal_prefix`` (a checkpoint whose path holds
+``[...]``, which TensorFlow's reader takes for a glob pattern, read as written).
+Paths are ``str`` or ``os.PathLike``.
 """
 
 from __future__ import annotations
