@@ -622,3 +622,24 @@ def test_an_output_prefix_must_name_a_file(tmp_path, out):
     with pytest.raises(NotACheckpointError, match="folder|NUL"):
         write_name_based({"w": np.zeros(1)}, f"{tmp_path}/{out}")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["existing_folder"]
+
+
+@settings(max_examples=15, suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None)
+@given(
+    names=st.lists(st.text(min_size=0, max_size=12), min_size=1, max_size=4, unique=True),
+    dtype=st.sampled_from(["float32", "float64", "int32", "int64", "bool"]),
+)
+def test_property_any_names_and_dtypes_round_trip_or_are_named(tmp_path, names, dtype):
+    """Whatever names and dtypes a map has: written and read back exactly, or refused by name."""
+    root = _fresh(tmp_path / "names")
+    values = {name: np.arange(i + 2).astype(dtype) for i, name in enumerate(names)}
+    try:
+        prefix = write_name_based(values, root / "ckpt")
+    except UnwritableValueError as error:
+        assert "non-empty string" in str(error) or "cannot write" in str(error)
+        assert _snapshot(root) == {}
+        return
+    targets = {name: tf.Variable(np.zeros_like(value)) for name, value in values.items()}
+    assert restore_name_based(prefix, targets).restored == sorted(names)
+    for name, value in values.items():
+        np.testing.assert_array_equal(targets[name].numpy(), value)
