@@ -69,13 +69,25 @@ def check_restore_hidden_layer(restore_hidden_layer: Callable[[str], keras.layer
     with tempfile.TemporaryDirectory() as folder:
         path, net = _train_checkpoint(folder)
         before = _files(folder)
-        layer = restore_hidden_layer(path)
+        try:
+            layer = restore_hidden_layer(path)
+        except AssertionError as error:
+            require(
+                False,
+                "your function raised on a good checkpoint: it also holds the out layer and the optimizer, "
+                "which one layer does not use, so assert_consumed() fails. Use expect_partial() (after "
+                f"assert_existing_objects_matched(), once built). TensorFlow said: {str(error).splitlines()[0][:100]}",
+            )
         require(
             isinstance(layer, keras.layers.Dense),
             f"restore_hidden_layer should return a keras.layers.Dense, got {type(layer).__name__}",
         )
         if not layer.built:
-            layer(tf.ones((1, 3)))
+            try:
+                layer(tf.ones((1, 3)))
+            except ValueError as error:
+                require(False, "the returned layer cannot take the saved hidden layer's values when built for "
+                        f"3 inputs ({str(error).splitlines()[0][:120]}): make Dense(4)")
         require(
             tuple(layer.kernel.shape) == (3, 4),
             f"the layer's kernel has shape {tuple(layer.kernel.shape)}; the saved 'hidden' layer has (3, 4): "
