@@ -270,7 +270,7 @@ def test_train_and_keep_accepts_correct_answers(capsys):
         (train_and_keep_first, "but the latest checkpoint is"),
         (train_and_keep_save_before_step, "save after calling step_fn"),
         (train_and_keep_two, "with steps=4 and keep=3"),
-        (train_and_keep_save_at_end, "holds 1 checkpoint"),
+        (train_and_keep_save_at_end, "no checkpoint was saved after step"),
         (train_and_keep_five_steps, "should run 6 times"),
         (lambda *args: None, "nothing was written"),
     ],
@@ -283,3 +283,17 @@ def test_train_and_keep_rejects_mistakes(answer, hint):
 def test_train_and_keep_stub():
     with pytest.raises(ExerciseNotDone):
         ex06.check_train_and_keep(not_done)
+
+
+def train_and_keep_only_the_last(step_fn, checkpoint, directory, steps, keep):
+    manager = tf.train.CheckpointManager(checkpoint, directory, max_to_keep=keep)
+    for step in range(steps):
+        step_fn()
+        if step >= steps - keep:
+            manager.save()
+    return manager.latest_checkpoint
+
+
+def test_train_and_keep_rejects_saving_only_the_last_steps():
+    with pytest.raises(CheckFailed, match=r"no checkpoint was saved after step\(s\) \[1, 2, 3, 4\]"):
+        ex06.check_train_and_keep(train_and_keep_only_the_last)

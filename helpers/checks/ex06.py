@@ -156,6 +156,14 @@ def check_restore_for_inference(restore_for_inference: Callable) -> str:
             "that leave variables unset raise")
 
 
+def _saved_step(directory: str) -> int | None:
+    """The counter held by the latest checkpoint in ``directory``, or None when there is none."""
+    latest = tf.train.latest_checkpoint(directory) if os.path.isdir(directory) else None
+    if latest is None:
+        return None
+    return int(tf.train.load_checkpoint(latest).get_tensor("counter/.ATTRIBUTES/VARIABLE_VALUE"))
+
+
 @exercise_check("06.1")
 def check_train_and_keep(train_and_keep: Callable) -> str:
     for steps, keep in ((6, 2), (4, 3)):
@@ -164,15 +172,22 @@ def check_train_and_keep(train_and_keep: Callable) -> str:
             weights = tf.Variable([0.5, -1.5, 2.5])
             checkpoint = tf.train.Checkpoint(counter=counter, weights=weights)
 
+            directory = os.path.join(folder, "run 1")
+            unsaved: list[int] = []
+
             def step_fn() -> None:
+                done = int(counter.numpy())
+                if done and _saved_step(directory) != done:  # was the previous step saved?
+                    unsaved.append(done)
                 counter.assign_add(1)
                 weights.assign(weights * 2.0)
 
-            directory = os.path.join(folder, "run 1")
             latest = train_and_keep(step_fn, checkpoint, directory, steps, keep)
             require(os.path.isdir(directory), "nothing was written in the directory passed as `directory`")
             require(int(counter.numpy()) == steps,
                     f"step_fn should run {steps} times (steps={steps}); it ran {int(counter.numpy())} times")
+            require(not unsaved, f"no checkpoint was saved after step(s) {unsaved} (when step_fn was called "
+                    "again, the latest checkpoint held an older step): save after every call of step_fn()")
             kept = sorted(name[: -len(".index")] for name in os.listdir(directory) if name.endswith(".index"))
             require(
                 len(kept) == keep,
