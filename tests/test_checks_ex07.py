@@ -275,3 +275,13 @@ def test_reference_answers_agree_with_the_tf1_graph(tmp_path):
     reader = tf.train.load_checkpoint(path)
     biases = reader.get_tensor("layer1/biases")
     assert np.all(biases != 0) and len(set(np.round(biases, 6))) == len(biases)
+
+
+def export_with_a_step(model, out_prefix):
+    values = {name: variable.value for name, variable in tf1_name_map(model).items()}
+    return V1.train.Saver(var_list=values).save(None, out_prefix, global_step=1, write_meta_graph=False)
+
+
+def test_export_for_tf1_rejects_another_prefix():
+    with pytest.raises(CheckFailed, match="not at out_prefix"):
+        ex07.check_export_for_tf1(export_with_a_step)

@@ -211,6 +211,9 @@ def check_export_for_tf1(export_for_tf1: Callable) -> str:
         require(os.path.exists(path + ".index"),
                 f"there is no checkpoint at the path returned ({os.path.basename(path)!r}): return the prefix "
                 "you wrote (what save() or write_name_based() returns), without '.index'")
+        require(os.path.normpath(path) == os.path.normpath(prefix),
+                f"the checkpoint was written at {os.path.basename(path)!r}, not at out_prefix "
+                f"({os.path.basename(prefix)!r}): write exactly there (no global_step suffix)")
         names = sorted(name for name, _ in tf.train.list_variables(path))
         require(
             names == TF1_NAMES,
