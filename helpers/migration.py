@@ -35,7 +35,7 @@ from helpers.errors import (
     first_line,
 )
 from helpers.files import path_text, refuse_existing_checkpoint
-from helpers.inspection import OBJECT_GRAPH_KEY, read_tensor
+from helpers.inspection import OBJECT_GRAPH_KEY, read_tensor, resolve_checkpoint
 from helpers.object_graph import literal_prefix, reading
 
 __all__ = [
@@ -449,7 +449,8 @@ def object_based_to_name_based(
         try:
             # read() is restore() without the save counter, so that the check below
             # is about root's variables only.
-            status = tf.train.Checkpoint(**{edge: root}).read(readable)
+            prefix = resolve_checkpoint(readable)  # a folder stands for its newest checkpoint
+            status = tf.train.Checkpoint(**{edge: root}).read(prefix)
             status.assert_existing_objects_matched()
         except (AssertionError, ValueError) as error:
             unmatched = _unmatched(name_map, str(error))

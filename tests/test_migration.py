@@ -643,3 +643,16 @@ def test_property_any_names_and_dtypes_round_trip_or_are_named(tmp_path, names, 
     assert restore_name_based(prefix, targets).restored == sorted(names)
     for name, value in values.items():
         np.testing.assert_array_equal(targets[name].numpy(), value)
+
+
+def test_a_folder_stands_for_its_newest_checkpoint(tf1_ckpt, tmp_path):
+    trained = dense(name="trained")
+    trained.kernel.assign(KERNEL)
+    trained.bias.assign(BIAS)
+    folder = tmp_path / "runs"
+    tf.train.Checkpoint(model=trained).save(str(folder / "ckpt"))
+    layer = dense()
+    out = object_based_to_name_based(folder, tmp_path / "export", layer, name_map(layer))
+    np.testing.assert_array_equal(tf.train.load_checkpoint(out).get_tensor("dense/kernel"), KERNEL)
+    assert restore_name_based(Path(tf1_ckpt).parent, name_map(dense()), strict=False).restored == [
+        "dense/bias", "dense/kernel"]
