@@ -6,10 +6,16 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 # Quiet TensorFlow's C++ logging in test runs too (read when TensorFlow loads).
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
+
+# Property tests (Hypothesis) draw the same examples on every run, so a run's verdict is
+# reproducible, and keep no example database in the checkout.
+settings.register_profile("course", derandomize=True, database=None)
+settings.load_profile("course")
 
 # Fail any run that writes into the checkout.
 pytest_plugins = ["tests.clean_checkout"]

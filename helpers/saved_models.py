@@ -36,10 +36,8 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import sys
-import tempfile
 from dataclasses import dataclass
 
 import tensorflow as tf
@@ -69,7 +67,6 @@ SAVED_MODEL_PBTXT = "saved_model.pbtxt"
 VARIABLES_PREFIX = os.path.join("variables", "variables")
 # Signature keys TensorFlow adds for its own use; callers never call them.
 _INTERNAL_SIGNATURES = {"__saved_model_init_op", "__saved_model_train_op"}
-_GLOB_CHARACTERS = re.compile(r"[\[\]*?]")
 
 
 class NotASavedModelError(NotACheckpointError):
@@ -389,14 +386,7 @@ def _variables(folder: str) -> tuple[int, int]:
     if not os.path.isfile(prefix + ".index"):
         return 0, 0
     try:
-        if _GLOB_CHARACTERS.search(prefix):
-            # TensorFlow's checkpoint reader expands glob patterns in a prefix; read a copy of the index
-            # (the index alone holds every key's shape and dtype).
-            with tempfile.TemporaryDirectory() as scratch:
-                shutil.copyfile(prefix + ".index", os.path.join(scratch, "variables.index"))
-                description = describe_checkpoint(os.path.join(scratch, "variables"))
-        else:
-            description = describe_checkpoint(prefix)
+        description = describe_checkpoint(prefix)  # reads names with [, *, ? literally
     except NotACheckpointError as error:
         raise NotASavedModelError(folder, f"its variables/ checkpoint is damaged ({error.reason})") from None
     keys = [key for key in description.keys if key != OBJECT_GRAPH_KEY]
