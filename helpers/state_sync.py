@@ -68,7 +68,12 @@ def paired_variables(
     graph = graph or _V1.get_default_graph()
     src_prefix, dst_prefix = scope_name(src_scope) + "/", scope_name(dst_scope) + "/"
     if src_prefix == dst_prefix:
-        raise ValueError(f"source and destination are the same scope {src_prefix!r}")
+        raise StructureMismatchError(f"source and destination are the same scope {src_prefix!r}")
+    if src_prefix.startswith(dst_prefix) or dst_prefix.startswith(src_prefix):
+        outer, inner = sorted((src_prefix, dst_prefix), key=len)
+        raise StructureMismatchError(
+            f"{inner!r} lies inside {outer!r}: the variables of one scope would be synced into themselves"
+        )
     everything = graph.get_collection(collection)
     src = {v.op.name[len(src_prefix):]: v for v in everything if v.op.name.startswith(src_prefix)}
     dst = {v.op.name[len(dst_prefix):]: v for v in everything if v.op.name.startswith(dst_prefix)}
@@ -84,6 +89,13 @@ def paired_variables(
     if problems:
         raise StructureMismatchError(
             f"cannot sync {src_prefix!r} into {dst_prefix!r}:\n  " + "\n  ".join(problems)
+        )
+    aliased = [name for name in sorted(src) if _shared_name(src[name]) == _shared_name(dst[name])]
+    if aliased:
+        raise StructureMismatchError(
+            f"{src_prefix!r} and {dst_prefix!r} are ONE set of variables: {_names(aliased)} share the "
+            f"shared_name {_shared_name(src[aliased[0]])!r} (a .meta imported twice?); give each copy "
+            "its own (helpers.metagraph.import_scoped)"
         )
     return [(src[name], dst[name]) for name in sorted(src)]
 
@@ -126,6 +138,7 @@ def make_sync_op(
             "in eager code use copy_weights"
         )
     pairs = paired_variables(src_scope, dst_scope, collection)
+    _refuse_soft_update_of_integers([dst for _, dst in pairs], tau)
     return tf.group(*[_assign(dst, src, tau) for src, dst in pairs], name=name)
 
 
@@ -153,6 +166,14 @@ def copy_weights(src, dst, tau: float = 1.0) -> int:
     """
     tau = _check_tau(tau)
     src_vars, dst_vars = _variables_of(src, "src"), _variables_of(dst, "dst")
+    shared = {id(v) for v in src_vars} & {id(v) for v in dst_vars}
+    if shared:
+        names = [_leaf(v) for v in src_vars if id(v) in shared]
+        raise StructureMismatchError(
+            f"src and dst share {len(shared)} of their variables ({', '.join(names[:4])}"
+            f"{', ...' if len(names) > 4 else ''}): a model copied into itself, or into a model "
+            "built from the same layers, is not a second copy; build dst with its own variables"
+        )
     problems = []
     if len(src_vars) != len(dst_vars):
         problems.append(f"src has {len(src_vars)} variables, dst has {len(dst_vars)}")
@@ -162,6 +183,7 @@ def copy_weights(src, dst, tau: float = 1.0) -> int:
         problems += _differences(f"variable {index} ({_leaf(s)})", s, d, "src", "dst")
     if problems:
         raise StructureMismatchError("cannot copy src into dst:\n  " + "\n  ".join(problems))
+    _refuse_soft_update_of_integers(dst_vars, tau)
     for s, d in zip(src_vars, dst_vars):
         _assign(d, s, tau)
     return len(src_vars)
@@ -171,7 +193,7 @@ def _variables_of(obj, what: str) -> list:
     if isinstance(obj, keras.layers.Layer):
         variables = list(obj.weights)
         if not variables:
-            raise ValueError(
+            raise StructureMismatchError(
                 f"{what} has no weights yet: a Keras model makes them when it is built "
                 "(give it an Input, or call it once)"
             )
@@ -199,6 +221,25 @@ def _assign(dst, src, tau: float):
     if tau == 1.0:
         return dst.assign(src)
     return dst.assign((1.0 - tau) * dst + tau * src)
+
+
+def _refuse_soft_update_of_integers(variables, tau: float) -> None:
+    if tau == 1.0:
+        return
+    integers = [_leaf(v) for v in variables if not tf.as_dtype(v.dtype).is_floating]
+    if integers:
+        raise StructureMismatchError(
+            f"a soft update (tau={tau}) blends values, but {_names(integers)} hold integers "
+            "(a step counter?): copy them with tau=1, or leave them out"
+        )
+
+
+def _shared_name(variable) -> str:
+    """The name the runtime knows a graph variable by (resource variables), else its op name."""
+    op = variable.op
+    if op.type == "VarHandleOp":
+        return op.get_attr("shared_name").decode() or op.name
+    return op.name
 
 
 def _leaf(variable) -> str:
