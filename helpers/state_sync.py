@@ -23,12 +23,13 @@ import numbers
 from collections.abc import Sequence
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 from helpers.errors import StructureMismatchError
 from helpers.scopes import scope_name
 
-__all__ = ["copy_weights", "make_sync_op", "paired_variables"]
+__all__ = ["buffer_address", "copy_weights", "make_sync_op", "paired_variables"]
 
 _V1 = tf.compat.v1
 
@@ -187,6 +188,34 @@ def copy_weights(src, dst, tau: float = 1.0) -> int:
     for s, d in zip(src_vars, dst_vars):
         _assign(d, s, tau)
     return len(src_vars)
+
+
+def buffer_address(variable) -> int:
+    """The memory address of the buffer that holds ``variable``'s values now (eager, CPU).
+
+    Two variables with the same address share one buffer. It shows
+    TensorFlow's copy-on-write: ``dst.assign(src)`` makes ``dst`` share
+    ``src``'s buffer, and the bytes are copied only when one of the two is
+    next written.
+
+    Example:
+        >>> src, dst = tf.Variable(tf.ones([1000])), tf.Variable(tf.zeros([1000]))
+        >>> _ = dst.assign(src)
+        >>> buffer_address(dst) == buffer_address(src)
+        True
+        >>> _ = src.assign_add(tf.ones([1000]))          # a write: now the copy is made
+        >>> buffer_address(dst) == buffer_address(src)
+        False
+    """
+    tensor = variable
+    for _ in range(3):  # a Keras variable's .value is the tf.Variable; a tf.Variable's .value() the tensor
+        if isinstance(tensor, tf.Tensor):
+            break
+        value = getattr(tensor, "value", None)
+        tensor = value() if callable(value) else value
+    if not isinstance(tensor, tf.Tensor) or not hasattr(tensor, "numpy"):
+        raise TypeError(f"buffer_address needs an eager variable, got {type(variable).__name__}")
+    return int(np.from_dlpack(tensor).__array_interface__["data"][0])
 
 
 def _variables_of(obj, what: str) -> list:

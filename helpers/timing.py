@@ -207,16 +207,16 @@ def weight_copy_steps(n_params: int, folder: str | os.PathLike = "timing") -> di
     write makes the copy real: ``assign`` is copy-on-write, so a sync alone
     would only share the source's buffers.
 
-    * ``NumPy (floor)``: ``np.copyto`` between preallocated arrays, then ``+=``;
+    * ``NumPy floor``: ``np.copyto`` between preallocated arrays, then ``+=``;
     * ``write only``: the write alone, no copy (what the step costs anyway);
     * ``graph sync op``: one ``session.run`` of the sync op, then the write (control dependency);
-    * ``tf.function assign``: ``copy_weights`` and the write in one ``tf.function``;
+    * ``tf.function``: ``copy_weights`` and the write in one ``tf.function``;
     * ``get/set_weights``: through NumPy, then the write;
-    * ``checkpoint write+read``: ``tf.train.Checkpoint`` into ``folder``, then the write.
+    * ``checkpoint``: ``tf.train.Checkpoint`` write and read into ``folder``, then the write.
 
     Example:
         >>> steps = weight_copy_steps(10**4)                        # doctest: +SKIP
-        >>> seconds_per_call(steps["tf.function assign"])           # doctest: +SKIP
+        >>> seconds_per_call(steps["tf.function"])           # doctest: +SKIP
     """
     width = max(1, round((n_params / 4) ** 0.5))
     shapes = [shape for _ in range(4) for shape in ((width, width), (width,))]
@@ -267,10 +267,10 @@ def weight_copy_steps(n_params: int, folder: str | os.PathLike = "timing") -> di
         write_source()
 
     return {
-        "NumPy (floor)": numpy_step,
+        "NumPy floor": numpy_step,
         "write only": write_source,
         "graph sync op": lambda: sess.run(graph_step),
-        "tf.function assign": assign_step,
+        "tf.function": assign_step,
         "get/set_weights": get_set_step,
-        "checkpoint write+read": checkpoint_step,
+        "checkpoint": checkpoint_step,
     }

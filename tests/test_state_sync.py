@@ -338,3 +338,20 @@ def test_make_sync_op_with_any_scope_names_builds_or_refuses_with_a_value_error(
             assert str(error)
         else:  # only the one pair that exists can be synced
             assert {src.strip("/"), dst.strip("/")} == {"online", "online_old"}
+
+
+def test_buffer_address_shows_copy_on_write_for_tf_and_keras_variables():
+    from helpers.state_sync import buffer_address
+
+    model_a, model_b = _mlp(0), _mlp(1)
+    pairs = [(tf.Variable(tf.ones([100])), tf.Variable(tf.zeros([100]))),
+             (model_a.weights[0], model_b.weights[0])]
+    for src, dst in pairs:
+        assert buffer_address(src) != buffer_address(dst)
+        dst.assign(src)
+        shared = buffer_address(src)
+        assert buffer_address(dst) == shared  # assign shares the buffer
+        src.assign_add(tf.ones_like(src))
+        assert buffer_address(dst) == shared and buffer_address(src) != shared  # the write copied
+    with pytest.raises(TypeError, match="eager variable"):
+        buffer_address(np.ones(3))
