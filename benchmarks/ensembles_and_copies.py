@@ -10,7 +10,7 @@ Prints, measured in one run on this machine:
    divided by the faster of (one fused session.run, one tf.function over the
    N Keras models); VectorizedEnsemble's column is the issue's target (<= 1.2);
 2. chapter 05: milliseconds per step (one copy, then one write to the
-   source) for each way of keeping a copy, and the ratio to the NumPy floor;
+   source) for each way of keeping a copy, and the ratio to the NumPy copy;
 3. eager copy_weights against the same assigns in a tf.function (fixed cost).
 """
 
@@ -75,11 +75,11 @@ def copies(quick: bool) -> None:
     ways = ["write only", "graph sync op", "tf.function", "get/set_weights", "checkpoint"]
     with tempfile.TemporaryDirectory() as folder:
         results = {n: compare_seconds(weight_copy_steps(n, folder), repeat=5) for n in sizes}
-    print("\nchapter 05: milliseconds per step (one copy, then one write to the source), and / NumPy floor")
-    print(format_table(["weights", "NumPy floor", *ways],
-                       [[f"{n:,}", *(f"{1e3 * s[w]:.3f}" for w in ["NumPy floor", *ways])] for n, s in results.items()]))
+    print("\nchapter 05: milliseconds per step (one copy, then one write to the source), and / NumPy copy")
+    print(format_table(["weights", "NumPy copy", *ways],
+                       [[f"{n:,}", *(f"{1e3 * s[w]:.3f}" for w in ["NumPy copy", *ways])] for n, s in results.items()]))
     print(format_table(["weights", *ways],
-                       [[f"{n:,}", *(ratio_text(s[w] / s["NumPy floor"]) for w in ways)] for n, s in results.items()]))
+                       [[f"{n:,}", *(ratio_text(s[w] / s["NumPy copy"]) for w in ways)] for n, s in results.items()]))
 
 
 def eager_copy_cost() -> None:

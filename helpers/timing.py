@@ -207,7 +207,7 @@ def weight_copy_steps(n_params: int, folder: str | os.PathLike = "timing") -> di
     write makes the copy real: ``assign`` is copy-on-write, so a sync alone
     would only share the source's buffers.
 
-    * ``NumPy floor``: ``np.copyto`` between preallocated arrays, then ``+=``;
+    * ``NumPy copy``: ``np.copyto`` between preallocated arrays, then ``+=``;
     * ``write only``: the write alone, no copy (what the step costs anyway);
     * ``graph sync op``: one ``session.run`` of the sync op, then the write (control dependency);
     * ``tf.function``: ``copy_weights`` and the write in one ``tf.function``;
@@ -267,7 +267,7 @@ def weight_copy_steps(n_params: int, folder: str | os.PathLike = "timing") -> di
         write_source()
 
     return {
-        "NumPy floor": numpy_step,
+        "NumPy copy": numpy_step,
         "write only": write_source,
         "graph sync op": lambda: sess.run(graph_step),
         "tf.function": assign_step,

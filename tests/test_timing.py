@@ -69,7 +69,7 @@ def test_weight_copy_steps_copy_then_write_the_source(tmp_path, monkeypatch):
     original = timing._square_model
     monkeypatch.setattr(timing, "_square_model", lambda width, value: made.append(original(width, value)) or made[-1])
     steps = weight_copy_steps(100, folder=tmp_path)
-    assert list(steps) == ["NumPy floor", "write only", "graph sync op", "tf.function",
+    assert list(steps) == ["NumPy copy", "write only", "graph sync op", "tf.function",
                            "get/set_weights", "checkpoint"]
     src, dst = made
     for name in ("tf.function", "get/set_weights", "checkpoint"):
@@ -79,7 +79,7 @@ def test_weight_copy_steps_copy_then_write_the_source(tmp_path, monkeypatch):
     before = [w.numpy() for w in dst.weights]
     steps["write only"]()
     assert all(np.array_equal(w.numpy(), b) for w, b in zip(dst.weights, before))
-    for name in ("NumPy floor", "graph sync op"):
+    for name in ("NumPy copy", "graph sync op"):
         steps[name]()
 
 
