@@ -20,6 +20,7 @@ A soft update moves the destination a fraction ``tau`` of the way::
 from __future__ import annotations
 
 import numbers
+import weakref
 from collections.abc import Sequence
 
 import keras
@@ -152,8 +153,13 @@ def copy_weights(src, dst, tau: float = 1.0) -> int:
     have the same short name (``kernel``, ``bias``: the last part of the
     name), shape and dtype. Returns the number of variables written.
 
-    Call it eagerly, or inside your own ``tf.function`` to turn all the
-    assigns into one graph: there, let the function close over the models.
+    Call it eagerly, or inside your own ``tf.function``. Eagerly, the
+    structure of a pair is checked on its first copy only, and all the
+    assigns run as ONE compiled function call (the variables are its
+    arguments, so nothing is kept alive), which makes a sync at every step
+    cost about what the same assigns in your own ``tf.function`` cost.
+    Refusals (other structures, shared variables) happen before anything is
+    written. Inside your own ``tf.function``, let it close over the models.
     A Keras 3 variable passed AS AN ARGUMENT of a ``tf.function`` arrives as
     a read-only tensor, and this function says so.
 
@@ -167,6 +173,29 @@ def copy_weights(src, dst, tau: float = 1.0) -> int:
     """
     tau = _check_tau(tau)
     src_vars, dst_vars = _variables_of(src, "src"), _variables_of(dst, "dst")
+    key = (tuple(map(id, src_vars)), tuple(map(id, dst_vars)))
+    checked = _CHECKED.get(key)
+    if checked is None or not all(ref() is v for ref, v in zip(checked, src_vars + dst_vars)):
+        _check_pair(src_vars, dst_vars)
+        if len(_CHECKED) >= 64:  # a few pairs are synced over and over; forget the oldest
+            _CHECKED.pop(next(iter(_CHECKED)))
+        _CHECKED[key] = tuple(weakref.ref(v) for v in src_vars + dst_vars)
+    _refuse_soft_update_of_integers(dst_vars, tau)
+    if tf.executing_eagerly():
+        # One call of a compiled function instead of one eager op per variable: the
+        # variables are passed as arguments (not captured), so nothing is kept alive.
+        _assign_all([_tf_variable(v) for v in dst_vars], [_tf_variable(v) for v in src_vars], tau)
+    else:
+        for s, d in zip(src_vars, dst_vars):
+            _assign(d, s, tau)
+    return len(src_vars)
+
+
+# Pairs whose structure was checked: (ids) -> weak references, so a check runs once per pair.
+_CHECKED: dict[tuple, tuple] = {}
+
+
+def _check_pair(src_vars: list, dst_vars: list) -> None:
     shared = {id(v) for v in src_vars} & {id(v) for v in dst_vars}
     if shared:
         names = [_leaf(v) for v in src_vars if id(v) in shared]
@@ -184,10 +213,18 @@ def copy_weights(src, dst, tau: float = 1.0) -> int:
         problems += _differences(f"variable {index} ({_leaf(s)})", s, d, "src", "dst")
     if problems:
         raise StructureMismatchError("cannot copy src into dst:\n  " + "\n  ".join(problems))
-    _refuse_soft_update_of_integers(dst_vars, tau)
-    for s, d in zip(src_vars, dst_vars):
+
+
+def _tf_variable(variable) -> tf.Variable:
+    """The ``tf.Variable`` behind a Keras 3 variable (its ``.value``), or the variable itself."""
+    inner = getattr(variable, "value", None)
+    return inner if isinstance(inner, tf.Variable) else variable
+
+
+@tf.function
+def _assign_all(dst_vars, src_vars, tau: float):
+    for d, s in zip(dst_vars, src_vars):  # tau is a Python number: one trace per structure and tau
         _assign(d, s, tau)
-    return len(src_vars)
 
 
 def buffer_address(variable) -> int:

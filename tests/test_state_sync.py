@@ -355,3 +355,22 @@ def test_buffer_address_shows_copy_on_write_for_tf_and_keras_variables():
         assert buffer_address(dst) == shared and buffer_address(src) != shared  # the write copied
     with pytest.raises(TypeError, match="eager variable"):
         buffer_address(np.ones(3))
+
+
+def test_eager_copy_weights_checks_each_pair_once_and_compiles_one_function(monkeypatch):
+    from helpers import state_sync
+
+    online, target = _mlp(0), _mlp(1)
+    calls = []
+    original = state_sync._check_pair
+    monkeypatch.setattr(state_sync, "_check_pair", lambda s, d: calls.append(1) or original(s, d))
+    for tau in (1.0, 0.5, 1.0, 0.5):
+        copy_weights(online, target, tau=tau)
+    assert len(calls) == 1  # the structure is checked on the first call only
+    copy_weights(online, _mlp(2))
+    assert len(calls) == 2  # a new pair is checked again
+    traces = state_sync._assign_all.experimental_get_tracing_count()
+    copy_weights(_mlp(3), _mlp(4))
+    assert state_sync._assign_all.experimental_get_tracing_count() == traces  # new models, same trace
+    with pytest.raises(StructureMismatchError, match="share"):  # aliasing is still refused after caching
+        copy_weights(online, online)
