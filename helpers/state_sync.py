@@ -155,9 +155,10 @@ def copy_weights(src, dst, tau: float = 1.0) -> int:
 
     Call it eagerly, or inside your own ``tf.function``. Eagerly, the
     structure of a pair is checked on its first copy only, and all the
-    assigns run as ONE compiled function call (the variables are its
-    arguments, so nothing is kept alive), which makes a sync at every step
-    cost about what the same assigns in your own ``tf.function`` cost.
+    assigns run as ONE compiled function call, made on the first copy and
+    kept on ``dst`` (it holds the pair's variables, so ``dst`` keeps ``src``'s
+    variables alive), which makes a sync at every step cost about what the
+    same assigns in your own ``tf.function`` cost.
     Refusals (other structures, shared variables) happen before anything is
     written. Inside your own ``tf.function``, let it close over the models.
     A Keras 3 variable passed AS AN ARGUMENT of a ``tf.function`` arrives as
@@ -182,9 +183,7 @@ def copy_weights(src, dst, tau: float = 1.0) -> int:
         _CHECKED[key] = tuple(weakref.ref(v) for v in src_vars + dst_vars)
     _refuse_soft_update_of_integers(dst_vars, tau)
     if tf.executing_eagerly():
-        # One call of a compiled function instead of one eager op per variable: the
-        # variables are passed as arguments (not captured), so nothing is kept alive.
-        _assign_all([_tf_variable(v) for v in dst_vars], [_tf_variable(v) for v in src_vars], tau)
+        _compiled_copy(dst, key, src_vars, dst_vars)(tau)
     else:
         for s, d in zip(src_vars, dst_vars):
             _assign(d, s, tau)
@@ -219,6 +218,37 @@ def _tf_variable(variable) -> tf.Variable:
     """The ``tf.Variable`` behind a Keras 3 variable (its ``.value``), or the variable itself."""
     inner = getattr(variable, "value", None)
     return inner if isinstance(inner, tf.Variable) else variable
+
+
+def _compiled_copy(dst, key: tuple, src_vars: list, dst_vars: list):
+    """One compiled function doing every assign of this pair (``fn(tau)``), made once.
+
+    It closes over the variables, so a call costs what the same assigns in
+    your own ``tf.function`` cost. It is kept on ``dst`` (outside Keras' and
+    tf.Module's tracking) and lives as long as ``dst``; for plain lists of
+    variables, which cannot hold it, the variables are passed as arguments
+    of one shared function instead.
+    """
+    plans = getattr(dst, "_copy_weights_plans", None) if not isinstance(dst, (list, tuple)) else None
+    if plans is None and not isinstance(dst, (list, tuple)):
+        plans = {}
+        try:
+            object.__setattr__(dst, "_copy_weights_plans", plans)
+        except (AttributeError, TypeError):  # an object without a __dict__
+            plans = None
+    if plans is None:
+        src_tf, dst_tf = [_tf_variable(v) for v in src_vars], [_tf_variable(v) for v in dst_vars]
+        return lambda tau: _assign_all(dst_tf, src_tf, tau)
+    if key not in plans:
+        pairs = list(zip(src_vars, dst_vars))
+
+        @tf.function
+        def copy(tau: float):
+            for s, d in pairs:
+                _assign(d, s, tau)
+
+        plans[key] = copy
+    return plans[key]
 
 
 @tf.function

@@ -369,8 +369,28 @@ def test_eager_copy_weights_checks_each_pair_once_and_compiles_one_function(monk
     assert len(calls) == 1  # the structure is checked on the first call only
     copy_weights(online, _mlp(2))
     assert len(calls) == 2  # a new pair is checked again
+    lists = [[tf.Variable(float(i), name="w")] for i in range(4)]
+    copy_weights(lists[0], lists[1])
     traces = state_sync._assign_all.experimental_get_tracing_count()
-    copy_weights(_mlp(3), _mlp(4))
-    assert state_sync._assign_all.experimental_get_tracing_count() == traces  # new models, same trace
+    copy_weights(lists[2], lists[3])  # plain lists share one compiled function
+    assert state_sync._assign_all.experimental_get_tracing_count() == traces
+    assert lists[3][0].numpy() == 2.0
     with pytest.raises(StructureMismatchError, match="share"):  # aliasing is still refused after caching
         copy_weights(online, online)
+
+
+def test_the_compiled_copy_kept_on_dst_changes_nothing_it_saves(tmp_path):
+    online, target = _mlp(0), _mlp(1)
+    keys_before = sorted(k for k, _ in tf.train.list_variables(
+        tf.train.Checkpoint(model=target).write(str(tmp_path / "before"))))
+    copy_weights(online, target)
+    copy_weights(online, target, tau=0.5)
+    keys_after = sorted(k for k, _ in tf.train.list_variables(
+        tf.train.Checkpoint(model=target).write(str(tmp_path / "after"))))
+    assert keys_after == keys_before
+    target.save(str(tmp_path / "target.keras"))  # Keras' own saving ignores it too
+    module_src, module_dst = tf.Module(), tf.Module()
+    module_src.w, module_dst.w = tf.Variable([1.0, 2.0], name="w"), tf.Variable([0.0, 0.0], name="w")
+    copy_weights(module_src, module_dst)
+    np.testing.assert_array_equal(module_dst.w.numpy(), [1.0, 2.0])
+    tf.saved_model.save(module_dst, str(tmp_path / "module"))
