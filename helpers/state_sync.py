@@ -183,7 +183,8 @@ def copy_weights(src, dst, tau: float = 1.0) -> int:
         _CHECKED[key] = tuple(weakref.ref(v) for v in src_vars + dst_vars)
     _refuse_soft_update_of_integers(dst_vars, tau)
     if tf.executing_eagerly():
-        _compiled_copy(dst, key, src_vars, dst_vars)(tau)
+        hard, soft = _compiled_copy(dst, key, src_vars, dst_vars)
+        hard() if tau == 1.0 else soft(tf.constant(tau, tf.float64))
     else:
         for s, d in zip(src_vars, dst_vars):
             _assign(d, s, tau)
@@ -221,33 +222,43 @@ def _tf_variable(variable) -> tf.Variable:
 
 
 def _compiled_copy(dst, key: tuple, src_vars: list, dst_vars: list):
-    """One compiled function doing every assign of this pair (``fn(tau)``), made once.
+    """Two compiled functions doing every assign of this pair, made once: ``hard()`` and ``soft(tau)``.
 
-    It closes over the variables, so a call costs what the same assigns in
-    your own ``tf.function`` cost. It is kept on ``dst`` (outside Keras' and
-    tf.Module's tracking) and lives as long as ``dst``; for plain lists of
-    variables, which cannot hold it, the variables are passed as arguments
+    They close over the variables, so a call costs what the same assigns in
+    your own ``tf.function`` cost (``tau`` is a tensor argument: any number of
+    values, one trace). They are kept on ``dst`` (outside Keras' and
+    tf.Module's tracking) and live as long as ``dst``; for plain lists of
+    variables, which cannot hold them, the variables are passed as arguments
     of one shared function instead.
     """
-    plans = getattr(dst, "_copy_weights_plans", None) if not isinstance(dst, (list, tuple)) else None
-    if plans is None and not isinstance(dst, (list, tuple)):
-        plans = {}
-        try:
-            object.__setattr__(dst, "_copy_weights_plans", plans)
-        except (AttributeError, TypeError):  # an object without a __dict__
-            plans = None
+    plans = None
+    if not isinstance(dst, (list, tuple)):
+        plans = getattr(dst, "_copy_weights_plans", None)
+        if plans is None:
+            plans = {}
+            try:
+                object.__setattr__(dst, "_copy_weights_plans", plans)
+            except (AttributeError, TypeError):  # an object without a __dict__
+                plans = None
     if plans is None:
         src_tf, dst_tf = [_tf_variable(v) for v in src_vars], [_tf_variable(v) for v in dst_vars]
-        return lambda tau: _assign_all(dst_tf, src_tf, tau)
+        return (lambda: _assign_all(dst_tf, src_tf, 1.0),
+                lambda tau: _assign_all(dst_tf, src_tf, float(tau.numpy())))
     if key not in plans:
         pairs = list(zip(src_vars, dst_vars))
 
         @tf.function
-        def copy(tau: float):
+        def hard():  # no arguments: calling it costs no argument matching
             for s, d in pairs:
-                _assign(d, s, tau)
+                d.assign(s)
 
-        plans[key] = copy
+        @tf.function
+        def soft(tau):
+            for s, d in pairs:
+                t = tf.cast(tau, d.dtype)
+                d.assign((1.0 - t) * d + t * s)
+
+        plans[key] = (hard, soft)
     return plans[key]
 
 

@@ -394,3 +394,14 @@ def test_the_compiled_copy_kept_on_dst_changes_nothing_it_saves(tmp_path):
     copy_weights(module_src, module_dst)
     np.testing.assert_array_equal(module_dst.w.numpy(), [1.0, 2.0])
     tf.saved_model.save(module_dst, str(tmp_path / "module"))
+
+
+def test_soft_updates_with_changing_tau_use_one_trace():
+    online, target = _mlp(0), _mlp(1)
+    for tau in (0.1, 0.2, 0.3):
+        before = [w.numpy() for w in target.weights]
+        copy_weights(online, target, tau=tau)
+        for w, b, o in zip(target.weights, before, online.weights):
+            np.testing.assert_allclose(w.numpy(), (1 - tau) * b + tau * o.numpy(), rtol=1e-5, atol=1e-6)
+    [(hard, soft)] = target._copy_weights_plans.values()
+    assert soft.experimental_get_tracing_count() == 1
