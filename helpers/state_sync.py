@@ -183,8 +183,7 @@ def copy_weights(src, dst, tau: float = 1.0) -> int:
         _CHECKED[key] = tuple(weakref.ref(v) for v in src_vars + dst_vars)
     _refuse_soft_update_of_integers(dst_vars, tau)
     if tf.executing_eagerly():
-        hard, soft = _compiled_copy(dst, key, src_vars, dst_vars)
-        hard() if tau == 1.0 else soft(tf.constant(tau, tf.float64))
+        _compiled_copy(dst, key, src_vars, dst_vars)(tau)
     else:
         for s, d in zip(src_vars, dst_vars):
             _assign(d, s, tau)
@@ -222,14 +221,15 @@ def _tf_variable(variable) -> tf.Variable:
 
 
 def _compiled_copy(dst, key: tuple, src_vars: list, dst_vars: list):
-    """Two compiled functions doing every assign of this pair, made once: ``hard()`` and ``soft(tau)``.
+    """A function ``copy(tau)`` doing every assign of this pair in one compiled call, made once.
 
-    They close over the variables, so a call costs what the same assigns in
-    your own ``tf.function`` cost (``tau`` is a tensor argument: any number of
-    values, one trace). They are kept on ``dst`` (outside Keras' and
-    tf.Module's tracking) and live as long as ``dst``; for plain lists of
-    variables, which cannot hold them, the variables are passed as arguments
-    of one shared function instead.
+    The compiled functions close over the variables and take no arguments,
+    one per value of ``tau`` (the first few values; past that, one function
+    takes ``tau`` as a tensor, so an annealed ``tau`` costs one trace), so a
+    call costs what the same assigns in your own ``tf.function`` cost. They
+    are kept on ``dst`` (outside Keras' and tf.Module's tracking) and live as
+    long as ``dst``; for plain lists of variables, which cannot hold them, the
+    variables are passed as arguments of one shared function instead.
     """
     plans = None
     if not isinstance(dst, (list, tuple)):
@@ -242,24 +242,44 @@ def _compiled_copy(dst, key: tuple, src_vars: list, dst_vars: list):
                 plans = None
     if plans is None:
         src_tf, dst_tf = [_tf_variable(v) for v in src_vars], [_tf_variable(v) for v in dst_vars]
-        return (lambda: _assign_all(dst_tf, src_tf, 1.0),
-                lambda tau: _assign_all(dst_tf, src_tf, float(tau.numpy())))
+        return lambda tau: _assign_all(dst_tf, src_tf, tau)
     if key not in plans:
-        pairs = list(zip(src_vars, dst_vars))
+        plans[key] = _CopyPlan(list(zip(src_vars, dst_vars)))
+    return plans[key]
+
+
+class _CopyPlan:
+    """The compiled copies of one (src, dst) pair: ``plan(tau)``."""
+
+    _FIXED_TAUS = 4  # no-argument functions for this many values of tau
+
+    def __init__(self, pairs: list) -> None:
+        self.pairs = pairs
+        self.by_tau: dict[float, object] = {}
 
         @tf.function
-        def hard():  # no arguments: calling it costs no argument matching
-            for s, d in pairs:
-                d.assign(s)
-
-        @tf.function
-        def soft(tau):
+        def any_tau(tau):
             for s, d in pairs:
                 t = tf.cast(tau, d.dtype)
                 d.assign((1.0 - t) * d + t * s)
 
-        plans[key] = (hard, soft)
-    return plans[key]
+        self.any_tau = any_tau
+
+    def __call__(self, tau: float) -> None:
+        function = self.by_tau.get(tau)
+        if function is None and len(self.by_tau) < self._FIXED_TAUS:
+            pairs = self.pairs
+
+            @tf.function
+            def function():  # no arguments: calling it costs no argument matching
+                for s, d in pairs:
+                    _assign(d, s, tau)
+
+            self.by_tau[tau] = function
+        if function is None:
+            self.any_tau(tf.constant(tau, tf.float64))
+        else:
+            function()
 
 
 @tf.function

@@ -398,10 +398,11 @@ def test_the_compiled_copy_kept_on_dst_changes_nothing_it_saves(tmp_path):
 
 def test_soft_updates_with_changing_tau_use_one_trace():
     online, target = _mlp(0), _mlp(1)
-    for tau in (0.1, 0.2, 0.3):
+    for tau in (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7):
         before = [w.numpy() for w in target.weights]
         copy_weights(online, target, tau=tau)
         for w, b, o in zip(target.weights, before, online.weights):
             np.testing.assert_allclose(w.numpy(), (1 - tau) * b + tau * o.numpy(), rtol=1e-5, atol=1e-6)
-    [(hard, soft)] = target._copy_weights_plans.values()
-    assert soft.experimental_get_tracing_count() == 1
+    [plan] = target._copy_weights_plans.values()
+    assert len(plan.by_tau) == 4  # the first four values get a function each...
+    assert plan.any_tau.experimental_get_tracing_count() == 1  # ...the rest share one trace
