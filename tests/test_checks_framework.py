@@ -193,3 +193,20 @@ def test_a_failed_check_in_a_real_kernel_shows_a_short_block_and_no_path(tmp_pat
         assert "require(" not in shown and "run_check" not in shown
     assert "Exercise 99.5 is not right yet" in "\n".join(notebook.cells[2].outputs[0].traceback)
     assert "return x / 0" in "\n".join(notebook.cells[3].outputs[0].traceback)
+
+
+def test_a_checks_temporary_folder_is_not_shown(tmp_path):
+    import tempfile
+
+    folder = tempfile.mkdtemp()
+    try:
+        def load(path):
+            raise ValueError(f"File not found: filepath={folder}/encoder. Please ensure the file is there.")
+
+        with pytest.raises(LearnerCodeError) as caught:
+            check_double(load)
+        assert tempfile.gettempdir() not in str(caught.value)
+        assert "filepath=encoder." in str(caught.value)
+    finally:
+        import os
+        os.rmdir(folder)

@@ -30,6 +30,7 @@ import os
 import re
 import sys
 import sysconfig
+import tempfile
 import textwrap
 from collections.abc import Callable
 from types import CodeType, TracebackType
@@ -218,10 +219,14 @@ def _likely_cause(error: BaseException) -> str:
     return "read the message, fix that line, then run your cell and this check again."
 
 
+# A check's own temporary folder (``/tmp/tmpab12cd/...``) means nothing to a learner.
+_TEMPORARY_PATH = re.compile(re.escape(os.path.join(os.path.realpath(tempfile.gettempdir()), "")) + r"[^/\s'\"]+/?")
+
+
 def _error_lines(error: BaseException) -> list[str]:
     from helpers.notebook import error_summary
 
-    return error_summary(error, max_lines=2)
+    return [_TEMPORARY_PATH.sub("", line) for line in error_summary(error, max_lines=2)]
 
 
 def _learner_error_hint(error: BaseException, check_code: frozenset[CodeType]) -> str:
