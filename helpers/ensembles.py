@@ -17,20 +17,25 @@ call.
 
 from __future__ import annotations
 
+import collections
+import numbers
 import os
-import tempfile
 import weakref
 from collections.abc import Callable, Sequence
 
 import keras
 import numpy as np
 import tensorflow as tf
+from tensorflow.core.protobuf import trackable_object_graph_pb2
 
-from helpers.errors import CheckpointMismatchError, NotACheckpointError, StructureMismatchError
-from helpers.inspection import OBJECT_GRAPH_KEY, resolve_checkpoint
+from helpers.errors import CheckpointMismatchError, NotACheckpointError, StructureMismatchError, first_line
+from helpers.files import path_text
+from helpers.inspection import OBJECT_GRAPH_KEY, open_checkpoint, read_tensor, resolve_checkpoint
+from helpers.object_graph import literal_prefix
 from helpers.scopes import scope_name
 
 __all__ = [
+    "InvalidLabelsError",
     "VectorizedEnsemble",
     "load_keras_ensemble",
     "majority_vote",
@@ -89,9 +94,9 @@ def restore_into_scope(
         ...             restore_into_scope(sess, f"ckpt/model_{i}", f"m{i}")
     """
     scope = scope_name(scope)
-    prefix = resolve_checkpoint(ckpt_path)
+    prefix = resolve_checkpoint(path_text(ckpt_path, "checkpoint path"))
     graph = sess.graph
-    targets = scope_variables(graph, scope)
+    targets = _restore_targets(graph, scope)
     if not targets:
         scopes = sorted({v.op.name.split("/")[0] for v in graph.get_collection("variables")})
         raise ValueError(
@@ -106,7 +111,13 @@ def restore_into_scope(
             savers[key] = tf.compat.v1.train.Saver(
                 var_list=dict(sorted(targets.items())), name=f"restore_{scope.replace('/', '_')}"
             )
-        savers[key].restore(sess, prefix)
+        try:
+            with literal_prefix(prefix) as readable:  # TensorFlow takes [, *, ? in a path as a pattern
+                savers[key].restore(sess, readable)
+        except tf.errors.OpError as error:
+            raise NotACheckpointError(
+                prefix, f"its data could not be read: the data file is truncated or damaged ({first_line(error)})"
+            ) from None
     return savers[key]
 
 
@@ -117,36 +128,49 @@ def load_keras_ensemble(
 ) -> list[keras.Model]:
     """Build one Keras model per checkpoint and restore it with ``tf.train.Checkpoint``.
 
-    The checkpoints were written by ``tf.train.Checkpoint(**{root: model}).save(...)``
-    for models made by ``build_model`` (which must return a built model, e.g.
-    one that starts with ``keras.Input``). Before anything is restored each
-    checkpoint is compared with what the model needs, key by key:
-    ``CheckpointMismatchError`` lists every missing, unexpected or wrongly
-    shaped variable, and ``NotACheckpointError`` is raised for a path that is
-    not a checkpoint, or a name-based (``tf.compat.v1`` ``Saver``) one, which
-    ``tf.train.Checkpoint`` would silently not restore.
+    The checkpoints were written by ``tf.train.Checkpoint(**{root: model})``
+    (``save`` or ``write``), during training too: a checkpoint that also holds
+    an optimizer (``tf.train.Checkpoint(model=..., optimizer=...)``) is read
+    for its model part, even where the optimizer owns the model's keys.
+    ``build_model`` must return a NEW, built model on every call (one that
+    starts with ``keras.Input``); models that share variables are refused.
+
+    Before anything is restored each checkpoint is compared with what the
+    model needs, variable by variable, through the checkpoint's object graph
+    (no file is written to learn the layout): ``CheckpointMismatchError`` lists
+    every missing, unexpected or wrongly shaped variable, and
+    ``NotACheckpointError`` is raised for a path that is not a checkpoint, or a
+    name-based (``tf.compat.v1`` ``Saver``) one, which ``tf.train.Checkpoint``
+    would silently not restore.
 
     Example:
         >>> members = load_keras_ensemble(make_mlp, ["ckpt/m1-1", "ckpt/m2-1"])  # doctest: +SKIP
     """
-    if not ckpt_paths:
-        raise ValueError("ckpt_paths is empty: give at least one checkpoint")
-    prefixes = [resolve_checkpoint(path) for path in ckpt_paths]
+    if isinstance(ckpt_paths, (str, bytes, os.PathLike)):
+        raise TypeError("ckpt_paths must be a list of checkpoint paths; for one checkpoint pass [path]")
+    prefixes = [resolve_checkpoint(path_text(path, "checkpoint path")) for path in ckpt_paths]
+    if not prefixes:
+        raise StructureMismatchError("ckpt_paths is empty: an ensemble needs at least one checkpoint")
     models = [build_model() for _ in prefixes]
-    expected = _object_checkpoint_layout(models[0], root)
+    _refuse_shared_variables(models)
+    expected = _model_layout(models[0])
     for model, prefix in zip(models, prefixes):
-        reader = tf.train.load_checkpoint(prefix)
+        reader = open_checkpoint(prefix)
         if not reader.has_tensor(OBJECT_GRAPH_KEY):
             raise NotACheckpointError(
                 prefix,
                 "a name-based checkpoint (written by a tf.compat.v1 Saver); "
                 "tf.train.Checkpoint needs one written by tf.train.Checkpoint",
             )
-        found = _layout(reader)
+        found = _checkpoint_layout(reader, prefix, root)
         _raise_on_mismatch(prefix, f"the model under {root!r}", found, expected)
-        # read(), unlike restore(), adds no save_counter of its own to match;
-        # a save_counter in the checkpoint is the one key left unused.
-        status = tf.train.Checkpoint(**{root: model}).read(prefix)
+        # read(), unlike restore(), adds no save_counter of its own to match; whatever
+        # else the file holds (save_counter, an optimizer) is left unread on purpose.
+        with literal_prefix(prefix) as readable:  # TensorFlow takes [, *, ? in a path as a pattern
+            try:
+                status = tf.train.Checkpoint(**{root: model}).read(readable)
+            except tf.errors.OpError as error:
+                raise NotACheckpointError(prefix, f"its data could not be read ({first_line(error)})") from None
         status.assert_existing_objects_matched().expect_partial()
     return models
 
@@ -154,27 +178,30 @@ def load_keras_ensemble(
 class VectorizedEnsemble(tf.Module):
     """N Dense-layer models of one architecture, run as ONE batched computation.
 
-    The members' kernels are stacked into ``[N, in, out]`` tensors and their
-    biases into ``[N, out]``; a call multiplies the batch by every member's
-    kernel at once (``einsum``), so the ensemble costs one call instead of N.
-    The weights are copied when the ensemble is made: training a member later
+    The first layer's kernels are laid side by side as one ``[in, N*out]``
+    matrix (one matmul for all members); the deeper layers' kernels are
+    stacked into ``[N, in, out]`` tensors and applied with one batched matmul
+    each, so the ensemble costs one call instead of N. ``kernels`` and
+    ``biases`` hold every layer stacked (``[N, in, out]``, ``[N, out]``). The
+    weights are copied when the ensemble is made: training a member later
     does not change it.
 
     Members must be Keras models made only of ``Dense`` layers with biases,
     with equal shapes and activations; otherwise ``StructureMismatchError``
-    says where they differ.
+    says where they differ. A batch of any float dtype (NumPy's default
+    float64 too) is cast to the members' dtype.
 
     Example:
         >>> members = [keras.Sequential([keras.Input((4,)), keras.layers.Dense(3)]) for _ in range(5)]
         >>> ensemble = VectorizedEnsemble(members)
-        >>> ensemble(np.zeros((2, 4), np.float32)).shape       # [members, batch, outputs]
+        >>> ensemble(np.zeros((2, 4))).shape       # [members, batch, outputs]
         TensorShape([5, 2, 3])
     """
 
     def __init__(self, models: Sequence[keras.Model], name: str = "vectorized_ensemble") -> None:
         super().__init__(name=name)
-        if not models:
-            raise StructureMismatchError("an ensemble needs at least one model")
+        if isinstance(models, keras.Model) or not isinstance(models, Sequence) or not models:
+            raise StructureMismatchError("an ensemble needs a non-empty list of Keras models")
         layer_lists = [_dense_layers(model, number) for number, model in enumerate(models)]
         for number, layers in enumerate(layer_lists):
             if len(layers) != len(layer_lists[0]):
@@ -187,36 +214,62 @@ class VectorizedEnsemble(tf.Module):
         for depth, layers in enumerate(zip(*layer_lists)):
             first = layers[0]
             for number, layer in enumerate(layers[1:], start=1):
-                if layer.kernel.shape != first.kernel.shape or layer.activation != first.activation:
+                if (layer.kernel.shape != first.kernel.shape or layer.activation != first.activation
+                        or layer.kernel.dtype != first.kernel.dtype):
                     raise StructureMismatchError(
                         f"model {number} differs from model 0 at Dense layer {depth}: kernel "
-                        f"{tuple(layer.kernel.shape)} with {layer.activation.__name__} vs "
-                        f"{tuple(first.kernel.shape)} with {first.activation.__name__}"
+                        f"{tuple(layer.kernel.shape)} {layer.kernel.dtype} with {layer.activation.__name__} vs "
+                        f"{tuple(first.kernel.shape)} {first.kernel.dtype} with {first.activation.__name__}"
                     )
             self.kernels.append(tf.Variable(np.stack([np.asarray(l.kernel) for l in layers]), trainable=False))
             self.biases.append(tf.Variable(np.stack([np.asarray(l.bias) for l in layers]), trainable=False))
             self.activations.append(first.activation)
+        n, n_in, n_out = self.kernels[0].shape
+        # [N, in, out] -> [in, N*out]: column block k is member k's kernel
+        self._first_kernel = tf.Variable(
+            np.transpose(self.kernels[0].numpy(), (1, 0, 2)).reshape(n_in, n * n_out), trainable=False
+        )
+        self._first_bias = tf.Variable(self.biases[0].numpy().reshape(n * n_out), trainable=False)
 
     @property
     def size(self) -> int:
         """How many members the ensemble holds."""
         return int(self.kernels[0].shape[0])
 
-    @tf.function(reduce_retracing=True)
-    def __call__(self, x: tf.Tensor) -> tf.Tensor:
+    def __call__(self, x) -> tf.Tensor:
         """Every member's output for the batch ``x`` of shape ``[batch, in]``: ``[members, batch, out]``."""
-        x = tf.convert_to_tensor(x, dtype=self.kernels[0].dtype)
-        h = tf.einsum("bi,nio->nbo", x, self.kernels[0]) + self.biases[0][:, None, :]
+        return self._forward(self._batch(x))
+
+    def _batch(self, x) -> tf.Tensor:
+        n_in = int(self.kernels[0].shape[1])
+        try:
+            x = tf.convert_to_tensor(x)
+        except (TypeError, ValueError) as error:
+            raise StructureMismatchError(f"the batch is not an array of numbers: {first_line(error)}") from None
+        if not (x.dtype.is_floating or x.dtype.is_integer):
+            raise StructureMismatchError(f"the batch holds {x.dtype.name} values; the members take numbers")
+        if x.shape.rank != 2 or x.shape[-1] not in (None, n_in):
+            raise StructureMismatchError(
+                f"the batch has shape {tuple(x.shape)}; the members take [batch, {n_in}]"
+            )
+        return tf.cast(x, self.kernels[0].dtype)
+
+    @tf.function(reduce_retracing=True)
+    def _forward(self, x: tf.Tensor) -> tf.Tensor:
+        n, _, n_out = self.kernels[0].shape
+        h = tf.matmul(x, self._first_kernel) + self._first_bias           # [batch, N*out]
+        h = tf.transpose(tf.reshape(h, [-1, n, n_out]), [1, 0, 2])       # [N, batch, out]
         h = self.activations[0](h)
         for kernel, bias, activation in zip(self.kernels[1:], self.biases[1:], self.activations[1:]):
-            h = activation(tf.einsum("nbi,nio->nbo", h, kernel) + bias[:, None, :])
+            h = activation(tf.matmul(h, kernel) + bias[:, None, :])
         return h
 
 
 def majority_vote(labels: np.ndarray, num_classes: int | None = None) -> np.ndarray:
     """The most frequent label per example, for ``labels`` of shape ``[members, batch]``.
 
-    Ties go to the smallest label. ``num_classes`` defaults to ``labels.max() + 1``.
+    Ties go to the smallest label. ``num_classes`` defaults to ``labels.max() + 1``;
+    a label outside ``[0, num_classes)`` is refused with ``InvalidLabelsError``.
 
     Example:
         >>> majority_vote(np.array([[0, 1, 2], [0, 2, 2], [1, 1, 0]]))
@@ -224,10 +277,27 @@ def majority_vote(labels: np.ndarray, num_classes: int | None = None) -> np.ndar
     """
     labels = np.asarray(labels)
     if labels.ndim != 2 or not np.issubdtype(labels.dtype, np.integer):
-        raise ValueError(f"labels must be integers of shape [members, batch], got {labels.dtype} {labels.shape}")
-    num_classes = int(labels.max()) + 1 if num_classes is None else num_classes
-    counts = np.stack([np.bincount(column, minlength=num_classes) for column in labels.T])
+        raise InvalidLabelsError(
+            f"labels must be integers of shape [members, batch], got {labels.dtype} {labels.shape}"
+        )
+    if labels.size == 0:
+        raise InvalidLabelsError(f"labels is empty (shape {labels.shape}): no member voted")
+    if num_classes is None:
+        num_classes = int(labels.max()) + 1
+    elif isinstance(num_classes, bool) or not isinstance(num_classes, numbers.Integral) or num_classes < 1:
+        raise InvalidLabelsError(f"num_classes must be a positive integer, got {num_classes!r}")
+    outside = np.unique(labels[(labels < 0) | (labels >= num_classes)])
+    if outside.size:
+        raise InvalidLabelsError(
+            f"labels must lie in [0, {num_classes}); found {outside[:5].tolist()}"
+            + (" and more" if outside.size > 5 else "")
+        )
+    counts = (labels[:, :, None] == np.arange(num_classes)).sum(axis=0)  # [batch, classes]
     return counts.argmax(axis=1)
+
+
+class InvalidLabelsError(StructureMismatchError):
+    """``majority_vote`` got labels it cannot count: not integers ``[members, batch]``, or out of range."""
 
 
 # ---------------------------------------------------------------- internals
@@ -247,12 +317,35 @@ def _layout(reader) -> Layout:
     }
 
 
-def _check_names_shapes_dtypes(prefix: str, targets: dict[str, tf.Variable], described: str) -> None:
-    expected = {
-        name: (tuple(variable.shape.as_list()), variable.dtype.base_dtype.name)
-        for name, variable in targets.items()
-    }
-    _raise_on_mismatch(prefix, described, _layout(tf.train.load_checkpoint(prefix)), expected)
+def _restore_targets(graph: tf.Graph, scope: str) -> dict[str, tf.Variable | list[tf.Variable]]:
+    """What a name-based restore fills under ``scope/``: ``{checkpoint key: variable}``.
+
+    The parts of a partitioned variable (``scope/w/part_0``, ``scope/w/part_1``...)
+    are saved under ONE key (``w``, the full tensor), so they are grouped into
+    one list under that key; a ``Saver`` restores such a list slice by slice.
+    """
+    grouped: dict[str, list[tf.Variable]] = {}
+    targets: dict[str, tf.Variable | list[tf.Variable]] = {}
+    prefix = scope + "/"
+    for name, variable in scope_variables(graph, scope).items():
+        info = getattr(variable, "_save_slice_info", None)
+        if info is not None and info.full_name.startswith(prefix):
+            grouped.setdefault(info.full_name[len(prefix):], []).append(variable)
+        else:
+            targets[name] = variable
+    targets.update(grouped)
+    return targets
+
+
+def _shape_and_dtype(target: tf.Variable | list[tf.Variable]) -> tuple[tuple[int, ...], str]:
+    if isinstance(target, list):  # the parts of one partitioned variable
+        return tuple(target[0]._save_slice_info.full_shape), target[0].dtype.base_dtype.name
+    return tuple(target.shape.as_list()), target.dtype.base_dtype.name
+
+
+def _check_names_shapes_dtypes(prefix: str, targets: dict, described: str) -> None:
+    expected = {name: _shape_and_dtype(target) for name, target in targets.items()}
+    _raise_on_mismatch(prefix, described, _layout(open_checkpoint(prefix)), expected)
 
 
 def _raise_on_mismatch(prefix: str, described: str, found: Layout, expected: Layout) -> None:
@@ -269,17 +362,83 @@ def _raise_on_mismatch(prefix: str, described: str, found: Layout, expected: Lay
         raise error
 
 
-def _object_checkpoint_layout(model: keras.Model, root: str) -> Layout:
-    """The keys, shapes and dtypes a ``tf.train.Checkpoint(root=model)`` checkpoint has.
+def _refuse_shared_variables(models: Sequence[keras.Model]) -> None:
+    """Members that share a variable would all end up holding the last checkpoint restored."""
+    owner: dict[int, int] = {}
+    for number, model in enumerate(models):
+        if not isinstance(model, keras.Model):
+            raise TypeError(f"build_model must return a Keras model, returned {type(model).__name__}")
+        for variable in model.weights:
+            if id(variable) in owner:
+                raise StructureMismatchError(
+                    f"build_model returned models {owner[id(variable)]} and {number} sharing the variable "
+                    f"{variable.path!r}: each member needs variables of its own, so build_model must "
+                    "make a new model on every call"
+                )
+            owner[id(variable)] = number
 
-    Writing the fresh model to a throwaway folder and listing what was written
-    is the one public way to learn them.
+
+def _is_variable(obj) -> bool:
+    return isinstance(obj, (tf.Variable, keras.Variable))
+
+
+def _model_layout(model: keras.Model) -> Layout:
+    """``{path from the model: (shape, dtype)}`` of every variable a checkpoint of ``model`` holds.
+
+    The same breadth-first walk over the object graph that writing a
+    checkpoint does, so the first path found is the one the file records;
+    nothing is written.
     """
     if not model.built or not model.weights:
-        raise ValueError("build_model must return a built model (start it with keras.Input)")
-    with tempfile.TemporaryDirectory() as folder:
-        path = tf.train.Checkpoint(**{root: model}).write(os.path.join(folder, "layout"))
-        return _layout(tf.train.load_checkpoint(path))
+        raise StructureMismatchError("build_model must return a built model (start it with keras.Input)")
+    view = tf.train.TrackableView(model)
+    layout: Layout = {}
+    seen, queue = {id(model)}, collections.deque([(model, "")])
+    while queue:
+        obj, path = queue.popleft()
+        for name, child in view.children(obj).items():
+            if id(child) in seen:
+                continue
+            seen.add(id(child))
+            child_path = f"{path}/{name}" if path else name
+            if _is_variable(child):
+                layout[child_path] = (tuple(child.shape), tf.as_dtype(child.dtype).name)
+            else:
+                queue.append((child, child_path))
+    return layout
+
+
+def _checkpoint_layout(reader, prefix: str, root: str) -> Layout:
+    """``{path from root: (shape, dtype)}`` of the variables under ``root`` in an object-based checkpoint.
+
+    Walks the checkpoint's object graph from ``root``, so a variable whose key
+    lives under another object's path (an optimizer's) is found by its place
+    in the model, as ``tf.train.Checkpoint`` itself finds it.
+    """
+    graph = trackable_object_graph_pb2.TrackableObjectGraph()
+    graph.ParseFromString(read_tensor(reader, prefix, OBJECT_GRAPH_KEY))
+    roots = {child.local_name: child.node_id for child in graph.nodes[0].children}
+    if root not in roots:
+        raise CheckpointMismatchError(
+            prefix, f"a model saved as tf.train.Checkpoint({root}=...); its root holds {sorted(roots)}",
+            missing=[root],
+        )
+    shapes, dtypes = reader.get_variable_to_shape_map(), reader.get_variable_to_dtype_map()
+    layout: Layout = {}
+    seen, queue = {0, roots[root]}, collections.deque([(roots[root], "")])
+    while queue:
+        node_id, path = queue.popleft()
+        for child in graph.nodes[node_id].children:
+            if child.node_id in seen:
+                continue
+            seen.add(child.node_id)
+            child_path = f"{path}/{child.local_name}" if path else child.local_name
+            values = [a.checkpoint_key for a in graph.nodes[child.node_id].attributes if a.name == "VARIABLE_VALUE"]
+            if values:
+                layout[child_path] = (tuple(shapes[values[0]]), dtypes[values[0]].name)
+            else:
+                queue.append((child.node_id, child_path))
+    return layout
 
 
 def _dense_layers(model: keras.Model, number: int) -> list[keras.layers.Dense]:

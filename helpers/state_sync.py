@@ -20,15 +20,17 @@ A soft update moves the destination a fraction ``tau`` of the way::
 from __future__ import annotations
 
 import numbers
+import weakref
 from collections.abc import Sequence
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 from helpers.errors import StructureMismatchError
 from helpers.scopes import scope_name
 
-__all__ = ["copy_weights", "make_sync_op", "paired_variables"]
+__all__ = ["buffer_address", "copy_weights", "make_sync_op", "paired_variables"]
 
 _V1 = tf.compat.v1
 
@@ -68,7 +70,12 @@ def paired_variables(
     graph = graph or _V1.get_default_graph()
     src_prefix, dst_prefix = scope_name(src_scope) + "/", scope_name(dst_scope) + "/"
     if src_prefix == dst_prefix:
-        raise ValueError(f"source and destination are the same scope {src_prefix!r}")
+        raise StructureMismatchError(f"source and destination are the same scope {src_prefix!r}")
+    if src_prefix.startswith(dst_prefix) or dst_prefix.startswith(src_prefix):
+        outer, inner = sorted((src_prefix, dst_prefix), key=len)
+        raise StructureMismatchError(
+            f"{inner!r} lies inside {outer!r}: the variables of one scope would be synced into themselves"
+        )
     everything = graph.get_collection(collection)
     src = {v.op.name[len(src_prefix):]: v for v in everything if v.op.name.startswith(src_prefix)}
     dst = {v.op.name[len(dst_prefix):]: v for v in everything if v.op.name.startswith(dst_prefix)}
@@ -84,6 +91,13 @@ def paired_variables(
     if problems:
         raise StructureMismatchError(
             f"cannot sync {src_prefix!r} into {dst_prefix!r}:\n  " + "\n  ".join(problems)
+        )
+    aliased = [name for name in sorted(src) if _shared_name(src[name]) == _shared_name(dst[name])]
+    if aliased:
+        raise StructureMismatchError(
+            f"{src_prefix!r} and {dst_prefix!r} are ONE set of variables: {_names(aliased)} share the "
+            f"shared_name {_shared_name(src[aliased[0]])!r} (a .meta imported twice?); give each copy "
+            "its own (helpers.metagraph.import_scoped)"
         )
     return [(src[name], dst[name]) for name in sorted(src)]
 
@@ -126,6 +140,7 @@ def make_sync_op(
             "in eager code use copy_weights"
         )
     pairs = paired_variables(src_scope, dst_scope, collection)
+    _refuse_soft_update_of_integers([dst for _, dst in pairs], tau)
     return tf.group(*[_assign(dst, src, tau) for src, dst in pairs], name=name)
 
 
@@ -138,8 +153,14 @@ def copy_weights(src, dst, tau: float = 1.0) -> int:
     have the same short name (``kernel``, ``bias``: the last part of the
     name), shape and dtype. Returns the number of variables written.
 
-    Call it eagerly, or inside your own ``tf.function`` to turn all the
-    assigns into one graph: there, let the function close over the models.
+    Call it eagerly, or inside your own ``tf.function``. Eagerly, the
+    structure of a pair is checked on its first copy only, and all the
+    assigns run as ONE compiled function call, made on the first copy and
+    kept on ``dst`` (it holds the pair's variables, so ``dst`` keeps ``src``'s
+    variables alive), which makes a sync at every step cost about what the
+    same assigns in your own ``tf.function`` cost.
+    Refusals (other structures, shared variables) happen before anything is
+    written. Inside your own ``tf.function``, let it close over the models.
     A Keras 3 variable passed AS AN ARGUMENT of a ``tf.function`` arrives as
     a read-only tensor, and this function says so.
 
@@ -153,6 +174,35 @@ def copy_weights(src, dst, tau: float = 1.0) -> int:
     """
     tau = _check_tau(tau)
     src_vars, dst_vars = _variables_of(src, "src"), _variables_of(dst, "dst")
+    key = (tuple(map(id, src_vars)), tuple(map(id, dst_vars)))
+    checked = _CHECKED.get(key)
+    if checked is None or not all(ref() is v for ref, v in zip(checked, src_vars + dst_vars)):
+        _check_pair(src_vars, dst_vars)
+        if len(_CHECKED) >= 64:  # a few pairs are synced over and over; forget the oldest
+            _CHECKED.pop(next(iter(_CHECKED)))
+        _CHECKED[key] = tuple(weakref.ref(v) for v in src_vars + dst_vars)
+    _refuse_soft_update_of_integers(dst_vars, tau)
+    if tf.executing_eagerly():
+        _compiled_copy(dst, key, src_vars, dst_vars)(tau)
+    else:
+        for s, d in zip(src_vars, dst_vars):
+            _assign(d, s, tau)
+    return len(src_vars)
+
+
+# Pairs whose structure was checked: (ids) -> weak references, so a check runs once per pair.
+_CHECKED: dict[tuple, tuple] = {}
+
+
+def _check_pair(src_vars: list, dst_vars: list) -> None:
+    shared = {id(v) for v in src_vars} & {id(v) for v in dst_vars}
+    if shared:
+        names = [_leaf(v) for v in src_vars if id(v) in shared]
+        raise StructureMismatchError(
+            f"src and dst share {len(shared)} of their variables ({', '.join(names[:4])}"
+            f"{', ...' if len(names) > 4 else ''}): a model copied into itself, or into a model "
+            "built from the same layers, is not a second copy; build dst with its own variables"
+        )
     problems = []
     if len(src_vars) != len(dst_vars):
         problems.append(f"src has {len(src_vars)} variables, dst has {len(dst_vars)}")
@@ -162,16 +212,115 @@ def copy_weights(src, dst, tau: float = 1.0) -> int:
         problems += _differences(f"variable {index} ({_leaf(s)})", s, d, "src", "dst")
     if problems:
         raise StructureMismatchError("cannot copy src into dst:\n  " + "\n  ".join(problems))
-    for s, d in zip(src_vars, dst_vars):
+
+
+def _tf_variable(variable) -> tf.Variable:
+    """The ``tf.Variable`` behind a Keras 3 variable (its ``.value``), or the variable itself."""
+    inner = getattr(variable, "value", None)
+    return inner if isinstance(inner, tf.Variable) else variable
+
+
+def _compiled_copy(dst, key: tuple, src_vars: list, dst_vars: list):
+    """A function ``copy(tau)`` doing every assign of this pair in one compiled call, made once.
+
+    The compiled functions close over the variables and take no arguments,
+    one per value of ``tau`` (the first few values; past that, one function
+    takes ``tau`` as a tensor, so an annealed ``tau`` costs one trace), so a
+    call costs what the same assigns in your own ``tf.function`` cost. They
+    are kept on ``dst`` (outside Keras' and tf.Module's tracking) and live as
+    long as ``dst``; for plain lists of variables, which cannot hold them, the
+    variables are passed as arguments of one shared function instead.
+    """
+    plans = None
+    if not isinstance(dst, (list, tuple)):
+        plans = getattr(dst, "_copy_weights_plans", None)
+        if plans is None:
+            plans = {}
+            try:
+                object.__setattr__(dst, "_copy_weights_plans", plans)
+            except (AttributeError, TypeError):  # an object without a __dict__
+                plans = None
+    if plans is None:
+        src_tf, dst_tf = [_tf_variable(v) for v in src_vars], [_tf_variable(v) for v in dst_vars]
+        return lambda tau: _assign_all(dst_tf, src_tf, tau)
+    if key not in plans:
+        plans[key] = _CopyPlan(list(zip(src_vars, dst_vars)))
+    return plans[key]
+
+
+class _CopyPlan:
+    """The compiled copies of one (src, dst) pair: ``plan(tau)``."""
+
+    _FIXED_TAUS = 4  # no-argument functions for this many values of tau
+
+    def __init__(self, pairs: list) -> None:
+        self.pairs = pairs
+        self.by_tau: dict[float, object] = {}
+
+        @tf.function
+        def any_tau(tau):
+            for s, d in pairs:
+                t = tf.cast(tau, d.dtype)
+                d.assign((1.0 - t) * d + t * s)
+
+        self.any_tau = any_tau
+
+    def __call__(self, tau: float) -> None:
+        function = self.by_tau.get(tau)
+        if function is None and len(self.by_tau) < self._FIXED_TAUS:
+            pairs = self.pairs
+
+            @tf.function
+            def function():  # no arguments: calling it costs no argument matching
+                for s, d in pairs:
+                    _assign(d, s, tau)
+
+            self.by_tau[tau] = function
+        if function is None:
+            self.any_tau(tf.constant(tau, tf.float64))
+        else:
+            function()
+
+
+@tf.function
+def _assign_all(dst_vars, src_vars, tau: float):
+    for d, s in zip(dst_vars, src_vars):  # tau is a Python number: one trace per structure and tau
         _assign(d, s, tau)
-    return len(src_vars)
+
+
+def buffer_address(variable) -> int:
+    """The memory address of the buffer that holds ``variable``'s values now (eager, CPU).
+
+    Two variables with the same address share one buffer. It shows
+    TensorFlow's copy-on-write: ``dst.assign(src)`` makes ``dst`` share
+    ``src``'s buffer, and the bytes are copied only when one of the two is
+    next written.
+
+    Example:
+        >>> src, dst = tf.Variable(tf.ones([1000])), tf.Variable(tf.zeros([1000]))
+        >>> _ = dst.assign(src)
+        >>> buffer_address(dst) == buffer_address(src)
+        True
+        >>> _ = src.assign_add(tf.ones([1000]))          # a write: now the copy is made
+        >>> buffer_address(dst) == buffer_address(src)
+        False
+    """
+    tensor = variable
+    for _ in range(3):  # a Keras variable's .value is the tf.Variable; a tf.Variable's .value() the tensor
+        if isinstance(tensor, tf.Tensor):
+            break
+        value = getattr(tensor, "value", None)
+        tensor = value() if callable(value) else value
+    if not isinstance(tensor, tf.Tensor) or not hasattr(tensor, "numpy"):
+        raise TypeError(f"buffer_address needs an eager variable, got {type(variable).__name__}")
+    return int(np.from_dlpack(tensor).__array_interface__["data"][0])
 
 
 def _variables_of(obj, what: str) -> list:
     if isinstance(obj, keras.layers.Layer):
         variables = list(obj.weights)
         if not variables:
-            raise ValueError(
+            raise StructureMismatchError(
                 f"{what} has no weights yet: a Keras model makes them when it is built "
                 "(give it an Input, or call it once)"
             )
@@ -199,6 +348,25 @@ def _assign(dst, src, tau: float):
     if tau == 1.0:
         return dst.assign(src)
     return dst.assign((1.0 - tau) * dst + tau * src)
+
+
+def _refuse_soft_update_of_integers(variables, tau: float) -> None:
+    if tau == 1.0:
+        return
+    integers = [_leaf(v) for v in variables if not tf.as_dtype(v.dtype).is_floating]
+    if integers:
+        raise StructureMismatchError(
+            f"a soft update (tau={tau}) blends values, but {_names(integers)} hold integers "
+            "(a step counter?): copy them with tau=1, or leave them out"
+        )
+
+
+def _shared_name(variable) -> str:
+    """The name the runtime knows a graph variable by (resource variables), else its op name."""
+    op = variable.op
+    if op.type == "VarHandleOp":
+        return op.get_attr("shared_name").decode() or op.name
+    return op.name
 
 
 def _leaf(variable) -> str:

@@ -1,214 +1,394 @@
-"""The checks of notebook 03: a right answer passes, typical mistakes get their hints."""
+"""The checks of notebook 03: right answers written several ways pass, plausible wrong ones get their hints."""
 
 from __future__ import annotations
+
+import copy
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from helpers.checks import CheckFailed, ExerciseNotDone, ex03
+from helpers.checks import CheckFailed, ExerciseNotDone, LearnerCodeError, ex03
 
-tf1 = tf.compat.v1
+V1 = tf.compat.v1
 
 
-def not_done(*args):
+def _stub(*args):
     raise NotImplementedError()
 
 
-# ---------------------------------------------------------------- 03.1
+def _passes(check, answer, capsys, exercise):
+    check(answer)
+    assert f"Exercise {exercise} passed" in capsys.readouterr().out
 
 
-def build_ensemble(build_net, ckpt_paths, x):
-    outputs = []
-    for k, path in enumerate(ckpt_paths, start=1):
-        with tf1.variable_scope(f"member_{k}"):
-            outputs.append(build_net(x))
-        tf1.train.init_from_checkpoint(path, {"/": f"member_{k}/"})
-    return outputs
+# ---------------------------------------------------------------- 03.1 vote
 
 
-def build_ensemble_with_savers(build_net, ckpt_paths, x):
-    """Builds the scopes but restores nothing before the initializer runs."""
-    outputs = []
-    for k, _ in enumerate(ckpt_paths, start=1):
-        with tf1.variable_scope(f"member_{k}"):
-            outputs.append(build_net(x))
-    return outputs
-
-
-def build_ensemble_without_scopes(build_net, ckpt_paths, x):
-    outputs = []
-    for k, path in enumerate(ckpt_paths):
-        with tf1.variable_scope(tf1.get_variable_scope(), reuse=k > 0):
-            outputs.append(build_net(x))
-    tf1.train.init_from_checkpoint(ckpt_paths[-1], {"/": "/"})
-    return outputs
-
-
-def test_03_1_right_answer_passes(capsys):
-    ex03.check_build_ensemble(build_ensemble)
-    assert "✔ Exercise 03.1 passed" in capsys.readouterr().out
-
-
-@pytest.mark.parametrize(
-    "answer, hint",
-    [
-        (build_ensemble_with_savers, "init_from_checkpoint"),
-        (build_ensemble_without_scopes, "expected 3 variables"),
-        (lambda build_net, paths, x: build_net(x), "one output tensor per checkpoint"),
-    ],
-)
-def test_03_1_mistakes_get_hints(answer, hint):
-    with pytest.raises(CheckFailed, match=hint):
-        ex03.check_build_ensemble(answer)
-
-
-def test_03_1_stub_is_not_done():
-    with pytest.raises(ExerciseNotDone, match="03.1"):
-        ex03.check_build_ensemble(not_done)
-
-
-# ---------------------------------------------------------------- 03.2
-
-
-def scope_shared_names(meta_graph_def, scope):
-    scoped = tf1.MetaGraphDef()
-    scoped.CopyFrom(meta_graph_def)
-    for node in scoped.graph_def.node:
-        if node.op == "VarHandleOp":
-            node.attr["shared_name"].s = f"{scope}/{node.attr['shared_name'].s.decode()}".encode()
-    return scoped
-
-
-def scope_in_place(meta_graph_def, scope):
-    for node in meta_graph_def.graph_def.node:
-        if node.op == "VarHandleOp":
-            node.attr["shared_name"].s = f"{scope}/{node.name}".encode()
-    return meta_graph_def
-
-
-def copy_without_renaming(meta_graph_def, scope):
-    scoped = tf1.MetaGraphDef()
-    scoped.CopyFrom(meta_graph_def)
-    return scoped
-
-
-def test_03_2_right_answer_passes(capsys):
-    ex03.check_scope_shared_names(scope_shared_names)
-    assert "✔ Exercise 03.2 passed" in capsys.readouterr().out
-
-
-def test_03_2_the_helper_passes_too(capsys):
-    from helpers.metagraph import scope_shared_names as helper
-
-    ex03.check_scope_shared_names(helper)
-    assert "passed" in capsys.readouterr().out
-
-
-@pytest.mark.parametrize(
-    "answer, hint",
-    [
-        (copy_without_renaming, r"shared names \['w', 'w', 'w'\]"),
-        (scope_in_place, "was changed: work on a copy"),
-        (lambda meta, scope: meta.graph_def, "should return a MetaGraphDef"),
-    ],
-)
-def test_03_2_mistakes_get_hints(answer, hint):
-    with pytest.raises(CheckFailed, match=hint):
-        ex03.check_scope_shared_names(answer)
-
-
-# ---------------------------------------------------------------- 03.3
-
-
-def vote(probabilities):
-    labels = probabilities.argmax(axis=-1)  # [members, batch]
+def vote_reference(probabilities):
+    labels = probabilities.argmax(axis=-1)
     n_classes = probabilities.shape[-1]
     counts = np.stack([np.bincount(column, minlength=n_classes) for column in labels.T])
     mean = probabilities.mean(axis=0)
     return np.where(counts == counts.max(axis=1, keepdims=True), mean, -1.0).argmax(axis=1)
 
 
-def soft_vote(probabilities):
-    return probabilities.mean(axis=0).argmax(axis=-1)
+def vote_one_hot(probabilities):
+    classes = probabilities.shape[-1]
+    counts = np.eye(classes)[probabilities.argmax(-1)].sum(axis=0)          # [batch, classes]
+    score = counts + probabilities.mean(axis=0) / 2                          # mean < 1 breaks ties only
+    return score.argmax(-1)
 
 
-def vote_ties_low(probabilities):
-    labels = probabilities.argmax(axis=-1)
+def vote_loop(probabilities):
+    winners = []
+    for example in range(probabilities.shape[1]):
+        p = probabilities[:, example]
+        counts = np.bincount(p.argmax(-1), minlength=p.shape[-1])
+        best = [c for c in range(p.shape[-1]) if counts[c] == counts.max()]
+        winners.append(max(best, key=lambda c: (p[:, c].mean(), -c)))
+    return np.array(winners)
+
+
+@pytest.mark.parametrize("answer", [vote_reference, vote_one_hot, vote_loop])
+def test_vote_accepts(answer, capsys):
+    _passes(ex03.check_vote, answer, capsys, "03.1")
+
+
+def vote_soft(probabilities):
+    return probabilities.mean(axis=0).argmax(-1)
+
+
+def vote_no_tie_break(probabilities):
+    labels = probabilities.argmax(-1)
+    return np.array([np.bincount(column, minlength=probabilities.shape[-1]).argmax() for column in labels.T])
+
+
+def vote_tie_by_max_probability(probabilities):
+    labels = probabilities.argmax(-1)
     counts = np.stack([np.bincount(c, minlength=probabilities.shape[-1]) for c in labels.T])
-    return counts.argmax(axis=1)
+    top = probabilities.max(axis=0)
+    return np.where(counts == counts.max(1, keepdims=True), top, -1.0).argmax(1)
+
+
+def vote_tie_over_all_classes(probabilities):
+    labels = probabilities.argmax(-1)
+    counts = np.stack([np.bincount(c, minlength=probabilities.shape[-1]) for c in labels.T])
+    tied = (counts == counts.max(1, keepdims=True)).sum(1) > 1
+    return np.where(tied, probabilities.mean(0).argmax(-1), counts.argmax(1))
 
 
 def vote_wrong_axis(probabilities):
-    return probabilities.argmax(axis=0)
+    return probabilities.argmax(-1).max(axis=1)
 
 
-def test_03_3_right_answer_passes(capsys):
-    ex03.check_vote(vote)
-    assert "✔ Exercise 03.3 passed" in capsys.readouterr().out
+def vote_tie_to_largest(probabilities):
+    labels = probabilities.argmax(-1)
+    counts = np.stack([np.bincount(c, minlength=probabilities.shape[-1]) for c in labels.T])
+    score = np.where(counts == counts.max(1, keepdims=True), probabilities.mean(0), -1.0)
+    return score.shape[1] - 1 - score[:, ::-1].argmax(1)
 
 
-@pytest.mark.parametrize(
-    "answer, hint",
-    [
-        (soft_vote, "soft voting"),
-        (vote_ties_low, "a tie"),
-        (vote_wrong_axis, "one label per example"),
-    ],
-)
-def test_03_3_mistakes_get_hints(answer, hint):
+@pytest.mark.parametrize("answer, hint", [
+    (vote_soft, "soft voting"),
+    (vote_no_tie_break, "should go to the class with the higher mean probability"),
+    (vote_tie_by_max_probability, "only the classes tied|smallest label|expected"),
+    (vote_tie_over_all_classes, "only the classes tied for the most votes compete"),
+    (vote_wrong_axis, "expected one label per example"),
+    (vote_tie_to_largest, "so the smallest of them, 0"),
+])
+def test_vote_rejects(answer, hint):
     with pytest.raises(CheckFailed, match=hint):
         ex03.check_vote(answer)
 
 
-# ---------------------------------------------------------------- 03.4
+def test_vote_not_done():
+    with pytest.raises(ExerciseNotDone):
+        ex03.check_vote(_stub)
 
 
-def ensemble_forward(kernels, biases, x):
+# ---------------------------------------------------------------- 03.2 build_ensemble
+
+
+def build_reference(build_net, ckpt_paths, x, ckpt_scope):
+    outputs = []
+    for k, path in enumerate(ckpt_paths, start=1):
+        with V1.variable_scope(f"member_{k}"):
+            outputs.append(build_net(x))
+        V1.train.init_from_checkpoint(path, {f"{ckpt_scope}/": f"member_{k}/"})
+    return outputs
+
+
+def build_variable_by_variable(build_net, ckpt_paths, x, ckpt_scope):
+    outputs = []
+    for k, path in enumerate(ckpt_paths, start=1):
+        with V1.variable_scope(f"member_{k}") as scope:
+            outputs.append(build_net(x))
+        mapping = {f"{ckpt_scope}/{v.op.name[len(scope.name) + 1:]}": v
+                   for v in V1.global_variables(scope.name + "/")}
+        V1.train.init_from_checkpoint(path, mapping)
+    return outputs
+
+
+@pytest.mark.parametrize("answer", [build_reference, build_variable_by_variable])
+def test_build_ensemble_accepts(answer, capsys):
+    _passes(ex03.check_build_ensemble, answer, capsys, "03.2")
+
+
+def build_from_zero(build_net, ckpt_paths, x, ckpt_scope):
+    outputs = []
+    for k, path in enumerate(ckpt_paths):
+        with V1.variable_scope(f"member_{k}"):
+            outputs.append(build_net(x))
+        V1.train.init_from_checkpoint(path, {f"{ckpt_scope}/": f"member_{k}/"})
+    return outputs
+
+
+def build_without_init(build_net, ckpt_paths, x, ckpt_scope):
+    outputs = []
+    for k, _ in enumerate(ckpt_paths, start=1):
+        with V1.variable_scope(f"member_{k}"):
+            outputs.append(build_net(x))
+    return outputs
+
+
+def build_all_from_first(build_net, ckpt_paths, x, ckpt_scope):
+    outputs = []
+    for k, _ in enumerate(ckpt_paths, start=1):
+        with V1.variable_scope(f"member_{k}"):
+            outputs.append(build_net(x))
+        V1.train.init_from_checkpoint(ckpt_paths[0], {f"{ckpt_scope}/": f"member_{k}/"})
+    return outputs
+
+
+def build_shared(build_net, ckpt_paths, x, ckpt_scope):
+    outputs = []
+    for k, path in enumerate(ckpt_paths):
+        with V1.variable_scope("member", reuse=k > 0):
+            outputs.append(build_net(x))
+    return outputs
+
+
+def build_notebook_scope(build_net, ckpt_paths, x, ckpt_scope):
+    outputs = []
+    for k, path in enumerate(ckpt_paths, start=1):
+        with V1.variable_scope(f"model_{k}"):
+            outputs.append(build_net(x))
+        V1.train.init_from_checkpoint(path, {f"{ckpt_scope}/": f"model_{k}/"})
+    return outputs
+
+
+def build_ignores_ckpt_scope(build_net, ckpt_paths, x, ckpt_scope):
+    outputs = []
+    for k, path in enumerate(ckpt_paths, start=1):
+        with V1.variable_scope(f"member_{k}"):
+            outputs.append(build_net(x))
+        V1.train.init_from_checkpoint(path, {"/": f"member_{k}/"})
+    return outputs
+
+
+@pytest.mark.parametrize("answer, error, hint", [
+    (build_from_zero, CheckFailed, "number the members from 1"),
+    (build_without_init, CheckFailed, "still hold their initial values"),
+    (build_all_from_first, CheckFailed, r"member_2 holds w, b = \(1.0, 0.5\)"),
+    (build_shared, CheckFailed, "expected the variables"),
+    (build_notebook_scope, CheckFailed, "expected the variables"),
+    (build_ignores_ckpt_scope, LearnerCodeError, "init_from_checkpoint"),
+])
+def test_build_ensemble_rejects(answer, error, hint):
+    with pytest.raises(error, match=hint):
+        ex03.check_build_ensemble(answer)
+
+
+def test_build_ensemble_not_done():
+    with pytest.raises(ExerciseNotDone):
+        ex03.check_build_ensemble(_stub)
+
+
+# ---------------------------------------------------------------- 03.3 scope_shared_names
+
+
+def scope_reference(meta_graph_def, scope):
+    scoped = V1.MetaGraphDef()
+    scoped.CopyFrom(meta_graph_def)
+    for node in scoped.graph_def.node:
+        if node.op == "VarHandleOp":
+            old = node.attr["shared_name"].s.decode() or node.name
+            node.attr["shared_name"].s = f"{scope}/{old}".encode()
+    return scoped
+
+
+def scope_deepcopy(meta_graph_def, scope):
+    scoped = copy.deepcopy(meta_graph_def)
+    handles = [n for n in scoped.graph_def.node if n.op == "VarHandleOp"]
+    for node in handles:
+        node.attr["shared_name"].s = (scope + "/").encode() + node.attr["shared_name"].s
+    return scoped
+
+
+@pytest.mark.parametrize("answer", [scope_reference, scope_deepcopy])
+def test_scope_shared_names_accepts(answer, capsys):
+    _passes(ex03.check_scope_shared_names, answer, capsys, "03.3")
+
+
+def scope_in_place(meta_graph_def, scope):
+    for node in meta_graph_def.graph_def.node:
+        if node.op == "VarHandleOp":
+            node.attr["shared_name"].s = f"{scope}/{node.attr['shared_name'].s.decode()}".encode()
+    return meta_graph_def
+
+
+def scope_first_only(meta_graph_def, scope):
+    scoped = V1.MetaGraphDef()
+    scoped.CopyFrom(meta_graph_def)
+    node = next(n for n in scoped.graph_def.node if n.op == "VarHandleOp")
+    node.attr["shared_name"].s = f"{scope}/{node.attr['shared_name'].s.decode()}".encode()
+    return scoped
+
+
+def scope_emptied(meta_graph_def, scope):
+    scoped = V1.MetaGraphDef()
+    scoped.CopyFrom(meta_graph_def)
+    for node in scoped.graph_def.node:
+        if node.op == "VarHandleOp":
+            node.attr["shared_name"].s = b""
+    return scoped
+
+
+def scope_only_scope(meta_graph_def, scope):
+    scoped = V1.MetaGraphDef()
+    scoped.CopyFrom(meta_graph_def)
+    for node in scoped.graph_def.node:
+        if node.op == "VarHandleOp":
+            node.attr["shared_name"].s = scope.encode()
+    return scoped
+
+
+def scope_no_slash(meta_graph_def, scope):
+    scoped = V1.MetaGraphDef()
+    scoped.CopyFrom(meta_graph_def)
+    for node in scoped.graph_def.node:
+        if node.op == "VarHandleOp":
+            node.attr["shared_name"].s = scope.encode() + node.attr["shared_name"].s
+    return scoped
+
+
+def scope_forgot_return(meta_graph_def, scope):
+    scoped = V1.MetaGraphDef()
+    scoped.CopyFrom(meta_graph_def)
+    for node in scoped.graph_def.node:
+        if node.op == "VarHandleOp":
+            node.attr["shared_name"].s = f"{scope}/{node.attr['shared_name'].s.decode()}".encode()
+
+
+@pytest.mark.parametrize("answer, hint", [
+    (scope_in_place, "was changed: work on a copy"),
+    (scope_first_only, "some variables still share a name"),
+    (scope_emptied, "some variables still share a name"),
+    (scope_only_scope, "some variables still share a name"),
+    (scope_no_slash, r"scope \+ '/' \+ the old shared name"),
+    (scope_forgot_return, "returned NoneType"),
+])
+def test_scope_shared_names_rejects(answer, hint):
+    with pytest.raises(CheckFailed, match=hint):
+        ex03.check_scope_shared_names(answer)
+
+
+def test_scope_shared_names_not_done():
+    with pytest.raises(ExerciseNotDone):
+        ex03.check_scope_shared_names(_stub)
+
+
+# ---------------------------------------------------------------- 03.4 ensemble_forward
+
+
+def forward_reference(kernels, biases, x):
     h = tf.einsum("bi,nio->nbo", x, kernels[0]) + biases[0][:, None, :]
     for kernel, bias in zip(kernels[1:], biases[1:]):
         h = tf.einsum("nbi,nio->nbo", tf.nn.relu(h), kernel) + bias[:, None, :]
     return h
 
 
-def forward_without_relu(kernels, biases, x):
+def forward_numpy_broadcast(kernels, biases, x):
+    h = x
+    for depth, (kernel, bias) in enumerate(zip(kernels, biases)):
+        h = h @ kernel + bias[:, None, :]          # [batch, in] @ [N, in, out] broadcasts to [N, batch, out]
+        if depth < len(kernels) - 1:
+            h = np.maximum(h, 0)
+    return h
+
+
+def forward_matmul(kernels, biases, x):
+    h = tf.tile(x[None], [kernels[0].shape[0], 1, 1])
+    last = len(kernels) - 1
+    for depth, (kernel, bias) in enumerate(zip(kernels, biases)):
+        h = tf.matmul(h, kernel) + tf.expand_dims(bias, 1)
+        h = tf.nn.relu(h) if depth < last else h
+    return h
+
+
+@pytest.mark.parametrize("answer", [forward_reference, forward_numpy_broadcast, forward_matmul])
+def test_ensemble_forward_accepts(answer, capsys):
+    _passes(ex03.check_ensemble_forward, answer, capsys, "03.4")
+
+
+def forward_member_loop(kernels, biases, x):
+    outputs = []
+    for member in range(kernels[0].shape[0]):
+        h = x
+        for depth, (kernel, bias) in enumerate(zip(kernels, biases)):
+            h = h @ kernel[member] + bias[member]
+            if depth < len(kernels) - 1:
+                h = np.maximum(h, 0)
+        outputs.append(h)
+    return np.stack(outputs)
+
+
+def forward_comprehension(kernels, biases, x):
+    def one(member):
+        h = x
+        for depth, (kernel, bias) in enumerate(zip(kernels, biases)):
+            h = tf.nn.relu(h @ kernel[member] + bias[member]) if depth < len(kernels) - 1 else h @ kernel[member] + bias[member]
+        return h
+    return tf.stack([one(m) for m in range(len(kernels[0]))])
+
+
+def forward_relu_everywhere(kernels, biases, x):
+    h = tf.einsum("bi,nio->nbo", x, kernels[0]) + biases[0][:, None, :]
+    for kernel, bias in zip(kernels[1:], biases[1:]):
+        h = tf.einsum("nbi,nio->nbo", tf.nn.relu(h), kernel) + bias[:, None, :]
+    return tf.nn.relu(h)
+
+
+def forward_no_relu(kernels, biases, x):
     h = tf.einsum("bi,nio->nbo", x, kernels[0]) + biases[0][:, None, :]
     for kernel, bias in zip(kernels[1:], biases[1:]):
         h = tf.einsum("nbi,nio->nbo", h, kernel) + bias[:, None, :]
     return h
 
 
-def forward_relu_everywhere(kernels, biases, x):
-    return tf.nn.relu(ensemble_forward(kernels, biases, x))
+def forward_two_layers_only(kernels, biases, x):
+    h = tf.nn.relu(tf.einsum("bi,nio->nbo", x, kernels[0]) + biases[0][:, None, :])
+    return tf.einsum("nbi,nio->nbo", h, kernels[1]) + biases[1][:, None, :]
 
 
 def forward_batch_first(kernels, biases, x):
-    return tf.transpose(ensemble_forward(kernels, biases, x), [1, 0, 2])
+    return tf.transpose(forward_reference(kernels, biases, x), [1, 0, 2])
 
 
-def test_03_4_right_answer_passes(capsys):
-    ex03.check_ensemble_forward(ensemble_forward)
-    assert "✔ Exercise 03.4 passed" in capsys.readouterr().out
-
-
-@pytest.mark.parametrize(
-    "answer, hint",
-    [
-        (forward_without_relu, "apply relu between the layers"),
-        (forward_relu_everywhere, "no negative values"),
-        (forward_batch_first, r"\[members, batch, outputs\]"),
-    ],
-)
-def test_03_4_mistakes_get_hints(answer, hint):
-    with pytest.raises(CheckFailed, match=hint):
+@pytest.mark.parametrize("answer, error, hint", [
+    (forward_member_loop, CheckFailed, "that is a Python loop over the members"),
+    (forward_comprehension, CheckFailed, "that is a Python loop over the members"),
+    (forward_relu_everywhere, CheckFailed, "do not apply relu after the last layer"),
+    (forward_no_relu, CheckFailed, "apply relu between the layers"),
+    (forward_two_layers_only, (CheckFailed, LearnerCodeError), "shape|apply every kernel"),
+    (forward_batch_first, CheckFailed, r"= \[members, batch, outputs\]"),
+])
+def test_ensemble_forward_rejects(answer, error, hint):
+    with pytest.raises(error, match=hint):
         ex03.check_ensemble_forward(answer)
 
 
-def test_reference_forward_matches_a_plain_loop():
-    rng = np.random.default_rng(1)
-    kernels = [rng.normal(size=(2, 3, 4)), rng.normal(size=(2, 4, 1))]
-    biases = [rng.normal(size=(2, 4)), rng.normal(size=(2, 1))]
-    x = rng.normal(size=(5, 3))
-    got = ex03._reference_forward(kernels, biases, x)
-    member_1 = np.maximum(x @ kernels[0][1] + biases[0][1], 0) @ kernels[1][1] + biases[1][1]
-    np.testing.assert_allclose(got[1], member_1)
+def test_ensemble_forward_not_done():
+    with pytest.raises(ExerciseNotDone):
+        ex03.check_ensemble_forward(_stub)

@@ -237,17 +237,16 @@ def test_load_keras_ensemble_lists_every_mismatch(tmp_path):
         load_keras_ensemble(make_mlp, [path])
     error = caught.value
     assert error.missing == []
-    assert [key.split("/")[3:5] for key in error.unexpected] == [["3", "_kernel"], ["3", "bias"]]
-    assert sorted(name.split("/")[3] for name, _, _ in error.shape_mismatches) == ["1", "1", "2"]
+    assert [key.split("/")[2:4] for key in error.unexpected] == [["3", "_kernel"], ["3", "bias"]]
+    assert sorted(name.split("/")[2] for name, _, _ in error.shape_mismatches) == ["1", "1", "2"]
     assert error.problems == 5  # layer 1 kernel and bias shapes, layer 2 kernel shape, layer 3 unexpected
 
 
-def test_load_keras_ensemble_reports_a_wrong_root_as_missing_and_unexpected(tmp_path):
+def test_load_keras_ensemble_names_the_roots_a_checkpoint_has(tmp_path):
     path = save_keras(str(tmp_path / "net"), 1.0, root="net")
-    with pytest.raises(CheckpointMismatchError) as caught:
+    with pytest.raises(CheckpointMismatchError, match=r"root holds \['net'\]") as caught:
         load_keras_ensemble(make_mlp, [path])
-    assert len(caught.value.missing) == 4 and len(caught.value.unexpected) == 4
-    assert all(key.startswith("model/") for key in caught.value.missing)
+    assert caught.value.missing == ["model"]
 
 
 def test_load_keras_ensemble_refuses_a_name_based_checkpoint(tmp_path):
@@ -309,7 +308,7 @@ def test_vectorized_ensemble_refuses_other_layers_and_no_models():
     no_bias = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3, use_bias=False)])
     with pytest.raises(StructureMismatchError, match="with a bias"):
         VectorizedEnsemble([no_bias])
-    with pytest.raises(StructureMismatchError, match="at least one model"):
+    with pytest.raises(StructureMismatchError, match="non-empty list of Keras models"):
         VectorizedEnsemble([])
 
 
@@ -326,3 +325,231 @@ def test_majority_vote_counts_and_breaks_ties_low():
 def test_majority_vote_refuses_bad_labels(labels):
     with pytest.raises(ValueError, match="integers of shape"):
         majority_vote(labels)
+
+
+# ---------------------------------------------------------------- real-world input (issue: trustworthy recipes)
+
+
+def test_restore_into_scope_takes_a_pathlib_path(checkpoints, three_scopes):
+    from pathlib import Path
+
+    _, sess, x, outputs = three_scopes
+    restore_into_scope(sess, Path(checkpoints[1]), "m1")
+    assert np.allclose(sess.run(scope_variables(sess.graph, "m1")["dense/bias"]), 2.0)
+
+
+@pytest.mark.parametrize("order", [("model_1", "model_10"), ("model_10", "model_1")])
+def test_restore_into_scopes_that_are_prefixes_of_each_other(checkpoints, order):
+    with tf.Graph().as_default() as graph:
+        tf1.set_random_seed(0)
+        x = tf1.placeholder(tf.float32, [None, 2])
+        for scope in order:
+            with tf1.variable_scope(scope):
+                build_net(x)
+        with tf1.Session() as sess:
+            restore_into_scope(sess, checkpoints[0], "model_1")
+            restore_into_scope(sess, checkpoints[2], "model_10")
+            one = sess.run(scope_variables(graph, "model_1")["out/kernel"])
+            ten = sess.run(scope_variables(graph, "model_10")["out/kernel"])
+    assert np.all(one == 1.0) and np.all(ten == 3.0)
+
+
+def test_restore_into_scope_fills_partitioned_variables(checkpoints):
+    with tf.Graph().as_default() as graph:
+        with tf1.variable_scope("m1"):
+            parts = tf1.get_variable("dense/kernel", [2, 3], partitioner=tf1.fixed_size_partitioner(2),
+                                     initializer=tf1.zeros_initializer())
+            tf1.get_variable("dense/bias", [3], initializer=tf1.zeros_initializer())
+            tf1.get_variable("out/kernel", [3, 1], initializer=tf1.zeros_initializer())
+        with tf1.Session() as sess:
+            restore_into_scope(sess, checkpoints[1], "m1")
+            kernel = np.concatenate(sess.run(list(parts)))
+    assert len(list(parts)) == 2 and kernel.shape == (2, 3) and np.all(kernel == 2.0)
+
+
+def test_restore_into_scope_names_a_partitioned_variable_of_the_wrong_shape(checkpoints):
+    with tf.Graph().as_default():
+        with tf1.variable_scope("m1"):
+            tf1.get_variable("dense/kernel", [4, 3], partitioner=tf1.fixed_size_partitioner(2),
+                             initializer=tf1.zeros_initializer())
+            tf1.get_variable("dense/bias", [3], initializer=tf1.zeros_initializer())
+            tf1.get_variable("out/kernel", [3, 1], initializer=tf1.zeros_initializer())
+        with tf1.Session() as sess, pytest.raises(CheckpointMismatchError, match=r"'dense/kernel' is \(2, 3\)"):
+            restore_into_scope(sess, checkpoints[0], "m1")
+
+
+def test_restore_into_scope_reports_a_damaged_data_file(checkpoints, three_scopes):
+    import glob
+
+    _, sess, *_ = three_scopes
+    [data] = glob.glob(glob.escape(checkpoints[0]) + ".data-*")
+    with open(data, "r+b") as file:
+        file.truncate(4)
+    with pytest.raises(NotACheckpointError, match="truncated or damaged"):
+        restore_into_scope(sess, checkpoints[0], "m1")
+
+
+def test_load_keras_ensemble_reads_training_checkpoints_with_an_optimizer(tmp_path):
+    from pathlib import Path
+
+    trained = make_mlp()
+    optimizer = keras.optimizers.Adam(0.1)
+    x, y = np.ones((8, 4), np.float32), np.zeros((8, 3), np.float32)
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean(tf.square(trained(x) - y))
+    optimizer.apply_gradients(zip(tape.gradient(loss, trained.trainable_variables), trained.trainable_variables))
+    path = tf.train.Checkpoint(model=trained, optimizer=optimizer).save(str(tmp_path / "train"))
+    keys = [key for key, _ in tf.train.list_variables(path)]
+    assert any(key.startswith("optimizer/_trainable_variables/") for key in keys)  # the model's keys moved
+    [member] = load_keras_ensemble(make_mlp, [Path(path)])
+    for mine, theirs in zip(member.weights, trained.weights):
+        np.testing.assert_array_equal(mine.numpy(), theirs.numpy())
+
+
+def test_load_keras_ensemble_refuses_one_shared_model(tmp_path):
+    paths = [save_keras(str(tmp_path / f"m{i}"), float(i)) for i in (1, 2)]
+    shared = make_mlp()
+    with pytest.raises(StructureMismatchError, match="models 0 and 1 sharing"):
+        load_keras_ensemble(lambda: shared, paths)
+    layer = keras.layers.Dense(3)
+    with pytest.raises(StructureMismatchError, match="new model on every call"):
+        load_keras_ensemble(lambda: keras.Sequential([keras.Input((4,)), keras.layers.Dense(5), layer]), paths)
+
+
+def test_load_keras_ensemble_refuses_one_path_and_non_models(tmp_path):
+    path = save_keras(str(tmp_path / "m"), 1.0)
+    with pytest.raises(TypeError, match=r"pass \[path\]"):
+        load_keras_ensemble(make_mlp, path)
+    with pytest.raises(TypeError, match="must return a Keras model"):
+        load_keras_ensemble(lambda: "model", [path])
+
+
+def test_vectorized_ensemble_takes_float64_numpy_batches():
+    members = [make_mlp() for _ in range(3)]
+    ensemble = VectorizedEnsemble(members)
+    batch = np.random.default_rng(0).normal(size=(5, 4))  # float64, NumPy's default
+    expected = np.stack([member(batch.astype(np.float32)).numpy() for member in members])
+    np.testing.assert_allclose(ensemble(batch).numpy(), expected, atol=1e-5)
+
+
+@pytest.mark.parametrize("batch, message", [
+    (np.zeros((5, 3)), r"shape \(5, 3\); the members take \[batch, 4\]"),
+    (np.zeros(4), r"shape \(4,\)"),
+    (np.array([["a"] * 4]), "holds string values"),
+    ([[1.0, 2.0], [3.0]], "not an array of numbers"),
+])
+def test_vectorized_ensemble_names_a_bad_batch(batch, message):
+    with pytest.raises(StructureMismatchError, match=message):
+        VectorizedEnsemble([make_mlp()])(batch)
+
+
+@pytest.mark.parametrize("members", [1, 2, 7])
+def test_vectorized_ensemble_matches_its_members_for_deeper_nets(members):
+    def net():
+        return keras.Sequential([keras.Input((6,)), keras.layers.Dense(5, activation="tanh"),
+                                 keras.layers.Dense(4, activation="relu"), keras.layers.Dense(2)])
+
+    models = [net() for _ in range(members)]
+    batch = np.random.default_rng(1).normal(size=(9, 6)).astype(np.float32)
+    expected = np.stack([model(batch).numpy() for model in models])
+    np.testing.assert_allclose(VectorizedEnsemble(models)(batch).numpy(), expected, atol=1e-5)
+
+
+@pytest.mark.parametrize("labels, num_classes, message", [
+    ([[0, 3], [1, 1]], 3, r"in \[0, 3\); found \[3\]"),
+    ([[0, -1], [1, 1]], None, r"found \[-1\]"),
+    (np.zeros((0, 4), np.int64), None, "empty"),
+    ([[0, 1]], 0, "positive integer"),
+    ([[0, 1]], 2.5, "positive integer"),
+    ([[0.0, 1.0]], None, "integers"),
+])
+def test_majority_vote_names_bad_labels(labels, num_classes, message):
+    from helpers.ensembles import InvalidLabelsError
+
+    with pytest.raises(InvalidLabelsError, match=message):
+        majority_vote(np.asarray(labels), num_classes)
+
+
+# ---------------------------------------------------------------- properties (Hypothesis)
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+from hypothesis.extra import numpy as hnp  # noqa: E402
+
+from helpers.ensembles import InvalidLabelsError  # noqa: E402
+
+_FAST = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+@_FAST
+@given(hnp.arrays(np.int64, hnp.array_shapes(min_dims=2, max_dims=2, min_side=1, max_side=6),
+                  elements=st.integers(-2, 6)),
+       st.one_of(st.none(), st.integers(1, 6)))
+def test_majority_vote_counts_or_names_the_bad_label(labels, num_classes):
+    try:
+        voted = majority_vote(labels, num_classes)
+    except InvalidLabelsError as error:
+        classes = labels.max() + 1 if num_classes is None else num_classes
+        assert labels.min() < 0 or labels.max() >= classes, error
+        return
+    classes = labels.max() + 1 if num_classes is None else num_classes
+    for column, winner in zip(labels.T, voted):
+        counts = np.bincount(column, minlength=classes)
+        assert counts[winner] == counts.max() and winner == np.flatnonzero(counts == counts.max())[0]
+
+
+@_FAST
+@given(st.text(st.characters(codec="utf-8", exclude_categories=["Cs", "Cc"]), max_size=12))
+def test_restore_into_scope_with_any_scope_text_restores_or_refuses(checkpoints, scope):
+    with tf.Graph().as_default():
+        with tf1.Session() as sess:
+            try:
+                restore_into_scope(sess, checkpoints[0], scope)
+            except ValueError as error:
+                assert str(error)
+            else:  # pragma: no cover - an empty graph has no scope to restore into
+                raise AssertionError("restored into an empty graph")
+
+
+@_FAST
+@given(st.sampled_from(["a b", "ünï", "[best]*", "q?", "x/", "tr[ai]l"]), st.booleans())
+def test_load_keras_ensemble_with_odd_folder_names(tmp_path_factory, name, as_path):
+    from pathlib import Path
+
+    folder = tmp_path_factory.mktemp("odd") / name.rstrip("/")
+    path = save_keras(str(folder / "ckpt"), 0.5)
+    [member] = load_keras_ensemble(make_mlp, [Path(path) if as_path else path])
+    assert all(np.all(w.numpy() == 0.5) for w in member.weights)
+
+
+@pytest.mark.parametrize("name", ["runs [best]", "ünï*", "q?"])
+def test_restore_into_scope_reads_folders_with_glob_characters(tmp_path, name):
+    folder = tmp_path / name
+    folder.mkdir()
+    prefix = save_net(str(folder / "model"), 4.0)
+    with tf.Graph().as_default() as graph:
+        tf1.set_random_seed(0)
+        with tf1.variable_scope("m1"):
+            build_net(tf1.placeholder(tf.float32, [None, 2]))
+        with tf1.Session() as sess:
+            restore_into_scope(sess, prefix, "m1")
+            assert np.all(sess.run(scope_variables(graph, "m1")["out/kernel"]) == 4.0)
+
+
+@_FAST
+@given(hnp.arrays(st.sampled_from([np.float16, np.float32, np.float64, np.int32, np.int64]),
+                  hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=5),
+                  elements=st.integers(-3, 3)))
+def test_vectorized_ensemble_answers_or_names_the_batch_problem(batch):
+    global _PROPERTY_MEMBERS
+    try:
+        members = _PROPERTY_MEMBERS
+    except NameError:
+        members = _PROPERTY_MEMBERS = [make_mlp() for _ in range(2)]
+    try:
+        result = VectorizedEnsemble(members)(batch)
+    except StructureMismatchError as error:
+        assert batch.ndim != 2 or batch.shape[1] != 4, error
+        return
+    expected = np.stack([m(batch.astype(np.float32)).numpy() for m in members])
+    np.testing.assert_allclose(result.numpy(), expected, atol=1e-4)

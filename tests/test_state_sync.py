@@ -231,3 +231,178 @@ def test_copy_weights_argument_errors():
         copy_weights(model, model.get_weights())
     with pytest.raises(ValueError, match="has no weights yet"):
         copy_weights(keras.Sequential([keras.layers.Dense(1)]), model)
+
+
+# --- aliasing, reference variables, odd input -------------------------------------------------
+
+
+def test_copy_weights_refuses_a_model_into_itself_or_a_model_sharing_its_layers():
+    model = _mlp(0)
+    before = [w.numpy() for w in model.weights]
+    with pytest.raises(StructureMismatchError, match="share 4 of their variables"):
+        copy_weights(model, model)
+    sharing = keras.Sequential([keras.Input((3,)), model.layers[0], keras.layers.Dense(1)])
+    with pytest.raises(StructureMismatchError, match=r"share 2 of their variables \(kernel, bias\)"):
+        copy_weights(model, sharing)
+    with pytest.raises(StructureMismatchError, match="not a second copy"):
+        copy_weights(model, model, tau=0.5)
+    variable = tf.Variable([1.0], name="w")
+    with pytest.raises(StructureMismatchError, match="share 1"):
+        copy_weights([variable], [variable])
+    assert all(np.array_equal(w.numpy(), b) for w, b in zip(model.weights, before))
+
+
+def test_sync_refuses_a_scope_inside_the_other():
+    with tf.Graph().as_default():
+        _scoped("net", 1.0)
+        _scoped("net/target", 0.0)
+        with pytest.raises(StructureMismatchError, match="'net/target/' lies inside 'net/'"):
+            make_sync_op("net", "net/target")
+        with pytest.raises(StructureMismatchError, match="lies inside"):
+            make_sync_op("net/target", "net")
+
+
+def test_sync_refuses_two_imports_that_are_one_variable(tmp_path):
+    with tf.Graph().as_default():
+        _scoped("", 1.0) if False else V1.get_variable("w", [2], initializer=tf.constant_initializer(1.0))
+        saver = V1.train.Saver()
+        with V1.Session() as sess:
+            sess.run(V1.global_variables_initializer())
+            path = saver.save(sess, str(tmp_path / "model"))
+    with tf.Graph().as_default():
+        for scope in ("online", "target"):
+            V1.train.import_meta_graph(path + ".meta", import_scope=scope)
+        with pytest.raises(StructureMismatchError, match="ONE set of variables: 'w' share the shared_name 'w'"):
+            make_sync_op("online", "target", collection=V1.GraphKeys.GLOBAL_VARIABLES)
+
+
+def test_sync_works_for_reference_variables():
+    with tf.Graph().as_default():
+        for scope, value in (("online", 2.0), ("target", 0.0)):
+            with V1.variable_scope(scope):
+                V1.get_variable("w", [2], initializer=tf.constant_initializer(value), use_resource=False)
+        sync = make_sync_op("online", "target")
+        with V1.Session() as sess:
+            sess.run(V1.global_variables_initializer())
+            sess.run(sync)
+            assert V1.trainable_variables("target/")[0].op.type == "VariableV2"
+            np.testing.assert_array_equal(sess.run("target/w:0"), [2.0, 2.0])
+
+
+def test_copy_weights_refuses_an_unbuilt_model_with_a_course_error():
+    with pytest.raises(StructureMismatchError, match="has no weights yet"):
+        copy_weights(keras.Sequential([keras.layers.Dense(1)]), _mlp(0))
+
+
+# --- properties (Hypothesis) --------------------------------------------------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_shapes = st.lists(st.integers(1, 3), min_size=0, max_size=2).map(tuple)
+_dtypes = st.sampled_from([tf.float32, tf.float64, tf.int32])
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.tuples(_shapes, _dtypes), min_size=1, max_size=3),
+       st.lists(st.tuples(_shapes, _dtypes), min_size=1, max_size=3),
+       st.sampled_from([1.0, 0.5]))
+def test_copy_weights_copies_exactly_or_writes_nothing(src_spec, dst_spec, tau):
+    src = [tf.Variable(tf.fill(s, tf.cast(3, d)), name=f"v{i}") for i, (s, d) in enumerate(src_spec)]
+    dst = [tf.Variable(tf.fill(s, tf.cast(1, d)), name=f"v{i}") for i, (s, d) in enumerate(dst_spec)]
+    dst_before = [v.numpy() for v in dst]
+    try:
+        copy_weights(src, dst, tau=tau)
+    except StructureMismatchError as error:
+        integers = tau < 1 and any(d == tf.int32 for _, d in dst_spec)
+        assert src_spec != dst_spec or integers, error
+        assert "cannot copy" in str(error) or "hold integers" in str(error)
+        assert all(np.array_equal(v.numpy(), b) for v, b in zip(dst, dst_before))
+    else:
+        assert src_spec == dst_spec
+        for s, d in zip(src, dst):
+            expected = 3 if tau == 1.0 else 2
+            assert np.all(d.numpy() == expected) and np.all(s.numpy() == 3)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.text(st.characters(codec="ascii", exclude_categories=["Cc"]), max_size=10),
+       st.text(st.characters(codec="ascii", exclude_categories=["Cc"]), max_size=10))
+def test_make_sync_op_with_any_scope_names_builds_or_refuses_with_a_value_error(src, dst):
+    with tf.Graph().as_default():
+        _scoped("online", 1.0)
+        _scoped("online_old", 5.0)
+        try:
+            make_sync_op(src, dst)
+        except ValueError as error:
+            assert str(error)
+        else:  # only the one pair that exists can be synced
+            assert {src.strip("/"), dst.strip("/")} == {"online", "online_old"}
+
+
+def test_buffer_address_shows_copy_on_write_for_tf_and_keras_variables():
+    from helpers.state_sync import buffer_address
+
+    model_a, model_b = _mlp(0), _mlp(1)
+    pairs = [(tf.Variable(tf.ones([100])), tf.Variable(tf.zeros([100]))),
+             (model_a.weights[0], model_b.weights[0])]
+    for src, dst in pairs:
+        assert buffer_address(src) != buffer_address(dst)
+        dst.assign(src)
+        shared = buffer_address(src)
+        assert buffer_address(dst) == shared  # assign shares the buffer
+        src.assign_add(tf.ones_like(src))
+        assert buffer_address(dst) == shared and buffer_address(src) != shared  # the write copied
+    with pytest.raises(TypeError, match="eager variable"):
+        buffer_address(np.ones(3))
+
+
+def test_eager_copy_weights_checks_each_pair_once_and_compiles_one_function(monkeypatch):
+    from helpers import state_sync
+
+    online, target = _mlp(0), _mlp(1)
+    calls = []
+    original = state_sync._check_pair
+    monkeypatch.setattr(state_sync, "_check_pair", lambda s, d: calls.append(1) or original(s, d))
+    for tau in (1.0, 0.5, 1.0, 0.5):
+        copy_weights(online, target, tau=tau)
+    assert len(calls) == 1  # the structure is checked on the first call only
+    copy_weights(online, _mlp(2))
+    assert len(calls) == 2  # a new pair is checked again
+    lists = [[tf.Variable(float(i), name="w")] for i in range(4)]
+    copy_weights(lists[0], lists[1])
+    traces = state_sync._assign_all.experimental_get_tracing_count()
+    copy_weights(lists[2], lists[3])  # plain lists share one compiled function
+    assert state_sync._assign_all.experimental_get_tracing_count() == traces
+    assert lists[3][0].numpy() == 2.0
+    with pytest.raises(StructureMismatchError, match="share"):  # aliasing is still refused after caching
+        copy_weights(online, online)
+
+
+def test_the_compiled_copy_kept_on_dst_changes_nothing_it_saves(tmp_path):
+    online, target = _mlp(0), _mlp(1)
+    keys_before = sorted(k for k, _ in tf.train.list_variables(
+        tf.train.Checkpoint(model=target).write(str(tmp_path / "before"))))
+    copy_weights(online, target)
+    copy_weights(online, target, tau=0.5)
+    keys_after = sorted(k for k, _ in tf.train.list_variables(
+        tf.train.Checkpoint(model=target).write(str(tmp_path / "after"))))
+    assert keys_after == keys_before
+    target.save(str(tmp_path / "target.keras"))  # Keras' own saving ignores it too
+    module_src, module_dst = tf.Module(), tf.Module()
+    module_src.w, module_dst.w = tf.Variable([1.0, 2.0], name="w"), tf.Variable([0.0, 0.0], name="w")
+    copy_weights(module_src, module_dst)
+    np.testing.assert_array_equal(module_dst.w.numpy(), [1.0, 2.0])
+    tf.saved_model.save(module_dst, str(tmp_path / "module"))
+
+
+def test_soft_updates_with_changing_tau_use_one_trace():
+    online, target = _mlp(0), _mlp(1)
+    for tau in (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7):
+        before = [w.numpy() for w in target.weights]
+        copy_weights(online, target, tau=tau)
+        for w, b, o in zip(target.weights, before, online.weights):
+            np.testing.assert_allclose(w.numpy(), (1 - tau) * b + tau * o.numpy(), rtol=1e-5, atol=1e-6)
+    [plan] = target._copy_weights_plans.values()
+    assert len(plan.by_tau) == 4  # the first four values get a function each...
+    assert plan.any_tau.experimental_get_tracing_count() == 1  # ...the rest share one trace
