@@ -1,7 +1,8 @@
 """Reusable recipes and exercise checks for the TensorFlow model-state course.
 
 One topic module per notebook (``inspection``, ``metagraph``, ``ensembles``,
-``cloning``, ``state_sync``, ``object_graph``, ``migration``), plus:
+``cloning``, ``state_sync``, ``object_graph``, ``migration``, ``keras_files``,
+``saved_models``, ``keras2``, ``resume``), plus:
 
 * ``helpers.notebook``: the first cell every notebook runs (quiet logs, seeds,
   a temporary work folder) and small display aids;
@@ -9,7 +10,9 @@ One topic module per notebook (``inspection``, ``metagraph``, ``ensembles``,
 * ``helpers.errors``: the exceptions the recipes raise;
 * ``helpers.scopes``: the one check of a variable-scope argument;
 * ``helpers.files``: paths in (``str`` or ``os.PathLike``), and the one literal
-  "refuse to overwrite" check every recipe that writes goes through.
+  "refuse to overwrite" check every recipe that writes goes through;
+* ``helpers.timing``: the measuring harness of the chapters' timing sections;
+* ``helpers.preflight``: ``make check``, the one-step check of a learner's machine.
 
 Recipes that read checkpoints resolve their paths through ``helpers.inspection``
 (chapter 01), so a bad path gets the same clear ``NotACheckpointError`` everywhere.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -18,7 +19,9 @@ RECIPE_MODULES = sorted(
 
 
 def _run(*command: str | os.PathLike, cwd: Path) -> str:
-    result = subprocess.run([str(part) for part in command], cwd=cwd, capture_output=True, text=True)
+    environment = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    result = subprocess.run([str(part) for part in command], cwd=cwd, capture_output=True, text=True,
+                            env=environment)
     assert result.returncode == 0, f"{' '.join(map(str, command))} failed:\n{result.stdout}\n{result.stderr}"
     return result.stdout
 
@@ -26,10 +29,14 @@ def _run(*command: str | os.PathLike, cwd: Path) -> str:
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
-    build = tmp_path_factory.mktemp("build")
+    # Build from a copy of what the package needs: setuptools writes build/ beside pyproject.toml.
+    source = tmp_path_factory.mktemp("source")
+    for name in ["pyproject.toml", "README.md", "LICENSE", "LICENSE-TEXT.md"]:
+        shutil.copyfile(ROOT / name, source / name)
+    shutil.copytree(ROOT / "helpers", source / "helpers", ignore=shutil.ignore_patterns("__pycache__"))
     # --no-build-isolation: offline, with the setuptools of the course's own environment.
     _run(sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
-         "--wheel-dir", out, ROOT, cwd=build)
+         "--wheel-dir", out, source, cwd=source)
     (built,) = out.glob("*.whl")
     return built
 

@@ -1,6 +1,7 @@
 """Measure how long each solution notebook takes to run, for the instructors' kit.
 
     python tools/time_chapters.py            # every chapter, a markdown table on stdout
+    python tools/time_chapters.py --json     # and instructors/run_times.json, for tools/make_kit.py
 
 Each notebook runs in a fresh kernel, as a learner's "Restart and run all" would, in a
 temporary copy (the checkout is not touched). The time includes the kernel's start and
@@ -9,6 +10,7 @@ TensorFlow's import (about 5 s on a 2-core machine): it is what a learner waits.
 
 from __future__ import annotations
 
+import json
 import shutil
 import sys
 import tempfile
@@ -32,13 +34,17 @@ def run_time(notebook: Path) -> float:
         return time.perf_counter() - started
 
 
-def main() -> int:
+def main(argv: list[str]) -> int:
     print("| chapter | run time (s) |")
     print("|---|---|")
+    times = {}
     for notebook in sorted((ROOT / "solutions").glob("*.ipynb")):
-        print(f"| {notebook.stem} | {run_time(notebook):.0f} |", flush=True)
+        times[notebook.stem] = round(run_time(notebook), 1)
+        print(f"| {notebook.stem} | {times[notebook.stem]:.0f} |", flush=True)
+    if "--json" in argv:
+        (ROOT / "instructors" / "run_times.json").write_text(json.dumps(times, indent=2) + "\n")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv))

@@ -1,0 +1,156 @@
+"""Write instructors/chapters.md from the chapters themselves: ``python tools/make_kit.py``.
+
+For each chapter: its title and learning objectives (from the solution notebook), its
+exercises, the mistakes learners make (the hints of its checks, from helpers/checks/exNN.py),
+the measured time to run it (instructors/run_times.json, written by
+``python tools/time_chapters.py --json``), and the time to teach it and questions for
+discussion (below, written by hand). A test fails when chapters.md is out of date.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import sys
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parent.parent
+KIT = ROOT / "instructors"
+MAX_MISTAKES = 8
+
+# Minutes to teach a chapter (walk-through plus exercises in pairs), and questions for discussion.
+TEACHING = {
+    "00": (20, ["Why does TensorFlow 2.21 still run `tf.compat.v1` graph code, and when would you still write it?",
+                "A popular answer from 2017 uses `tf.contrib`: how do you decide what in it still holds?"]),
+    "01": (50, ["Which files would you copy to another machine to restore only the weights? To rebuild the graph?",
+                "When is restoring a subset under other names safer than restoring everything?"]),
+    "02": (50, ["What can go wrong when you train on top of a graph you did not write, and how would you notice?",
+                "`stop_gradient` or `var_list`: which one survives a colleague adding a layer?"]),
+    "03": (60, ["Why were the popular TF1 answers about importing a `.meta` several times right on TF1?",
+                "Averaging probabilities or voting: which would you ship, and why?"]),
+    "04": (45, ["When is a frozen-constant copy enough, and when does a copy need variables of its own?",
+                "How would you test that a clone is really independent?"]),
+    "05": (55, ["What does a copy cost when nothing writes to the source afterwards? And during training?",
+                "A hard sync every N steps or a soft update every step: what does each trade?"]),
+    "06": (55, ["A teammate renames a layer attribute. Which checkpoints still load, and what tells you?",
+                "Which assertion would you put in your training script, and why that one?"]),
+    "07": (50, ["How would you migrate a year of TF1 checkpoints without stopping training?",
+                "What would a silent partial restore cost your team, and how do you make it impossible?"]),
+    "08": (55, ["Which file would you keep to resume training, to share a model, to deploy it?",
+                "How would you prove that every variable of a custom layer made it into the file?"]),
+    "09": (55, ["What do you lose when you load a SavedModel without its Python code?",
+                "Two loaded copies of one SavedModel: do they share weights? How would you check?"]),
+    "10": (50, ["Pin TensorFlow 2.15 or migrate: what does each cost in a year?",
+                "What evidence would convince you that a migrated model is the same model?"]),
+    "11": (60, ["Which pieces of state does 'resume' need in your own training loop?",
+                "What happens to your checkpoints if the machine dies during a save?"]),
+}
+
+
+def objectives(notebook: nbformat.NotebookNode) -> list[str]:
+    """The bullet list that follows "Learning objectives" in the notebook's opening cells."""
+    for cell in notebook.cells[:4]:
+        if cell.cell_type != "markdown" or "Learning objectives" not in cell.source:
+            continue
+        after = cell.source.split("Learning objectives", 1)[1]
+        items, current = [], None
+        for line in after.splitlines():
+            if line.startswith(("- ", "* ")):
+                current = line[2:].strip()
+                items.append(current)
+            elif current is not None and line.startswith("  ") and line.strip():
+                items[-1] += " " + line.strip()
+            elif items and not line.strip():
+                break
+        return items
+    return []
+
+
+def exercises(notebook: nbformat.NotebookNode) -> list[str]:
+    """The exercises' headings, ``Exercise NN.k: title``."""
+    found = []
+    for cell in notebook.cells:
+        if cell.cell_type == "markdown":
+            found += re.findall(r"^\*\*(Exercise \d\d\.\d[^*]*?)\.?\*\*", cell.source, re.MULTILINE)
+    return found
+
+
+def _text(node: ast.AST) -> str | None:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.JoinedStr):
+        return "".join(part.value if isinstance(part, ast.Constant) else "…" for part in node.values)
+    return None
+
+
+def mistakes(check_module: Path) -> list[str]:
+    """The first clause of each hint the chapter's checks can give, in the order they are written."""
+    hints = []
+    for node in ast.walk(ast.parse(check_module.read_text())):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "require" and len(node.args) > 1:
+            text = _text(node.args[1])
+            if text and "…" not in text.split(":")[0]:
+                clause = text.split(":")[0].split(". ")[0].strip().rstrip(".")
+                if 15 < len(clause) < 140 and clause not in hints:
+                    hints.append(clause)
+    return hints[:MAX_MISTAKES]
+
+
+def chapter_notes(run_times: dict[str, float]) -> str:
+    lines = [
+        "# Chapter notes for instructors",
+        "",
+        "Generated by `python tools/make_kit.py` from the chapters, their checks and measured run times;",
+        "do not edit by hand. *Run time* is what a learner waits for \"Restart and run all\" on a 2-core",
+        "laptop-class CPU, kernel start and TensorFlow's import included (measured by",
+        "`python tools/time_chapters.py --json`). *Teach* is a realistic time for the walk-through plus",
+        "the exercises in pairs. *Mistakes learners make* are the hints the chapter's checks give.",
+        "",
+        "| chapter | run time | teach |",
+        "|---|---|---|",
+    ]
+    notebooks = sorted((ROOT / "solutions").glob("*.ipynb"))
+    for path in notebooks:
+        number = path.stem[:2]
+        seconds = run_times.get(path.stem)
+        shown = f"{seconds:.0f} s" if seconds is not None else "not measured"
+        lines.append(f"| [{path.stem}](../notebooks/{path.name}) | {shown} | {TEACHING[number][0]} min |")
+    for path in notebooks:
+        number = path.stem[:2]
+        notebook = nbformat.read(path, as_version=4)
+        title = next((line[2:] for cell in notebook.cells if cell.cell_type == "markdown"
+                      for line in cell.source.splitlines() if line.startswith("# ")), path.stem)
+        lines += ["", f"## {title}", "", f"[Exercise notebook](../notebooks/{path.name}) · "
+                  f"[solution](../solutions/{path.name})", ""]
+        if objectives(notebook):
+            lines += ["**Objectives**", ""] + [f"- {item}" for item in objectives(notebook)] + [""]
+        if exercises(notebook):
+            lines += ["**Exercises**", ""] + [f"- {item}" for item in exercises(notebook)] + [""]
+        checks = ROOT / "helpers" / "checks" / f"ex{number}.py"
+        if checks.exists() and mistakes(checks):
+            lines += ["**Mistakes learners make** (the checks' hints)", ""]
+            lines += [f"- {hint}" for hint in mistakes(checks)] + [""]
+        lines += ["**For discussion**", ""] + [f"- {question}" for question in TEACHING[number][1]]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str]) -> int:
+    times_file = KIT / "run_times.json"
+    run_times = json.loads(times_file.read_text()) if times_file.exists() else {}
+    text = chapter_notes(run_times)
+    target = KIT / "chapters.md"
+    if "--check" in argv:
+        if not target.exists() or target.read_text() != text:
+            print("instructors/chapters.md is out of date: run `python tools/make_kit.py`", file=sys.stderr)
+            return 1
+        return 0
+    target.write_text(text)
+    print(f"wrote {target.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
