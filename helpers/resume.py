@@ -524,35 +524,42 @@ def run_two_workers(directory: str | os.PathLike, steps: int = 6, timeout: float
 
 
 def time_saves(
-    checkpoint: tf.train.Checkpoint,
+    make_checkpoint: Callable[[], tf.train.Checkpoint],
     train_step: Callable[[], object],
     prefix: str | os.PathLike,
     steps: int = 30,
     save_every: int = 5,
     options: tf.train.CheckpointOptions | None = None,
 ) -> np.ndarray:
-    """Seconds taken by each of ``steps`` training steps, saving every ``save_every``.
+    """Seconds taken by each of ``steps`` training steps, writing a checkpoint every ``save_every``.
 
     A step's time includes the save that follows it, so saves show as
-    stalls. With ``options=None`` no checkpoint is written; pass
-    ``tf.train.CheckpointOptions()`` for synchronous saves or
-    ``CheckpointOptions(enable_async=True)`` for asynchronous ones (the
-    call waits for the last write with ``checkpoint.sync()``).
+    stalls. With ``options=None`` nothing is written; pass
+    ``tf.train.CheckpointOptions()`` for synchronous writes or
+    ``CheckpointOptions(enable_async=True)`` for asynchronous ones. Each
+    write uses a new ``make_checkpoint()`` (with Keras 3 variables, one
+    ``tf.train.Checkpoint`` object can save asynchronously only once) at
+    ``prefix-<step>``; the call waits for every asynchronous write to end.
 
     Example:
-        >>> times = time_saves(ckpt, step_fn, "timing/ckpt", options=tf.train.CheckpointOptions())  # doctest: +SKIP
+        >>> times = time_saves(lambda: tf.train.Checkpoint(model=model), step_fn, "timing/ckpt",
+        ...                    options=tf.train.CheckpointOptions())   # doctest: +SKIP
     """
     if steps < 1 or save_every < 1:
         raise ValueError(f"steps and save_every must be positive, got {steps!r} and {save_every!r}")
     times = np.zeros(steps)
+    pending = []
     for i in range(steps):
         start = time.perf_counter()
         train_step()
         if options is not None and (i + 1) % save_every == 0:
-            checkpoint.save(os.fspath(prefix), options=options)
+            checkpoint = make_checkpoint()
+            checkpoint.write(f"{os.fspath(prefix)}-{i + 1}", options=options)
+            pending.append(checkpoint)
         times[i] = time.perf_counter() - start
     if options is not None and options.enable_async:
-        checkpoint.sync()
+        for checkpoint in pending:
+            checkpoint.sync()
     return times
 
 

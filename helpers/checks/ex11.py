@@ -17,8 +17,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from helpers.checks import require
-from helpers.checks import exercise_check
+from helpers.checks import exercise_check, require
 from helpers.resume import _walk, state_table
 
 __all__ = [
@@ -271,14 +270,22 @@ def check_train_to(train_to: Callable) -> str:
         require(saved_step == 4,
                 f"after training to step 4 the newest checkpoint holds step {saved_step}: save after each step, "
                 "once the step and its assign_add are done")
+        on_disk = sorted(int(tf.train.load_checkpoint(os.path.join(run_dir, name[:-6]))
+                             .get_tensor("step/.ATTRIBUTES/VARIABLE_VALUE"))
+                         for name in os.listdir(run_dir) if name.endswith(".index"))
+        require(len(on_disk) <= 2,
+                f"{len(on_disk)} checkpoints are left in the directory after 4 steps; keep the newest 2 (max_to_keep=2)")
+        require(on_disk == [3, 4],
+                f"after training to step 4 the checkpoints on disk hold steps {on_disk}; with a save after every "
+                "step and the newest 2 kept, they hold steps 3 and 4")
         calls.count = 0
         second = train_to(_make_state_factory(calls), run_dir, 9)
-        require(calls.count != 9,
+        require(not (calls.count == 9 and int(second.step) == 9),
                 "the second call (on fresh objects) ran all 9 steps again: restore the newest checkpoint in "
                 "`directory` before training, e.g. checkpoint.restore(manager.latest_checkpoint)")
         require(calls.count == 5,
-                f"resuming from step 4 to 9 should run 5 steps, it ran {calls.count}: loop while step < total_steps, "
-                "not for range(total_steps)")
+                f"resuming from step 4 to 9 should run 5 steps, it ran {calls.count} (the step is now "
+                f"{int(second.step)}): loop while step < total_steps, not for range(total_steps)")
         got = _state_of(second)
         differ = [name for name in expected if not np.array_equal(expected[name], got[name])]
         require(not differ, f"stopped at 4 and resumed to 9, these differ from one run to 9: {', '.join(differ)}")
