@@ -424,8 +424,10 @@ def crash_and_resume(
     """Start the training worker ``kills`` times, SIGKILL it at a random moment each time.
 
     Each run resumes from what the previous one left. The kill comes a
-    random 0-40 ms after the worker announces a save (so many land inside
-    the save) or, one time in three, between saves. After each kill the
+    random 0-40 ms after the worker announces its 2nd, 3rd or 4th save since
+    it started (so many land inside the save) or, one time in three,
+    10-50 ms after the announcement (often after the save ended).
+    ``width`` sizes the model: wider means longer saves. After each kill the
     folder is audited (``audit_checkpoint_folder``, or for ``naive=True``
     the worker's own check of its plain files). Returns one row per kill.
 
@@ -443,7 +445,7 @@ def crash_and_resume(
             _worker_command([mode, "--dir", folder, "--steps", steps, "--width", width, "--announce"]),
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=_worker_env(),
         )
-        saves_to_wait = rng.randint(1, 3)
+        saves_to_wait = rng.randint(2, 4)  # the first save of a start completes
         between = rng.random() < 1 / 3
         delay = rng.uniform(0.0, 0.04)
         seen, killed_at, deadline = 0, None, time.monotonic() + timeout
@@ -468,7 +470,7 @@ def crash_and_resume(
             audit = audit_checkpoint_folder(folder)
             report = {"latest": audit.latest, "latest_loads": audit.latest_loads,
                       "listed_missing": len(audit.listed_missing), "leftovers": len(audit.leftovers)}
-        rows.append({"kill": attempt, "during_save_of": killed_at, "moment": "between saves" if between else "in a save", **report})
+        rows.append({"kill": attempt, "near save": killed_at, "moment": "after it" if between else "during it", **report})
     return rows
 
 
