@@ -128,8 +128,7 @@ def check_training_checkpoint(training_checkpoint: Callable) -> str:
         require(not differ,
                 f"after restoring your checkpoint and training on, these pieces differ from the run that never "
                 f"stopped: {', '.join(differ)}. Save every piece, and the Dropout seed states.")
-    return ("model (with BatchNorm statistics and Dropout seeds), optimizer, step, generator and iterator are "
-            "saved; a run resumed from the checkpoint ends in the uninterrupted run's state")
+    return "every piece is saved (BatchNorm statistics, Dropout seeds too); resuming equals never stopping"
 
 
 # --------------------------------------------------------------------------- 11.2
@@ -295,7 +294,7 @@ def check_train_to(train_to: Callable) -> str:
         third = train_to(_make_state_factory(calls), run_dir, 9)
         require(calls.count == 0 and int(third.step) == 9,
                 f"called again with total_steps=9 after reaching it, the loop ran {calls.count} step(s): it should run none")
-    return "stopped at 4 and resumed on fresh objects to 9 equals one run to 9; a step saved after each, 2 kept"
+    return "4 steps, then fresh objects resumed to 9, equal one run to 9; a save per step, 2 kept"
 
 
 # --------------------------------------------------------------------------- 11.5
@@ -340,4 +339,4 @@ def check_ema_predictions(ema_predictions: Callable) -> str:
             "assign it back after predicting")
     after_averages = [v.numpy() for v in optimizer.variables if v.path.endswith("_average")]
     require(all(np.array_equal(a, b) for a, b in zip(after_averages, averages)), "the optimizer's averages were changed")
-    return "predictions with the EMA weights; the model keeps its trained weights and the averages are unchanged"
+    return "predictions with the EMA weights; model weights and averages unchanged afterwards"
