@@ -7,7 +7,9 @@ One topic module per notebook (``inspection``, ``metagraph``, ``ensembles``,
   a temporary work folder) and small display aids;
 * ``helpers.checks``: the check functions behind the exercises;
 * ``helpers.errors``: the exceptions the recipes raise;
-* ``helpers.scopes``: the one check of a variable-scope argument.
+* ``helpers.scopes``: the one check of a variable-scope argument;
+* ``helpers.files``: paths in (``str`` or ``os.PathLike``), and the one literal
+  "refuse to overwrite" check every recipe that writes goes through.
 
 Recipes that read checkpoints resolve their paths through ``helpers.inspection``
 (chapter 01), so a bad path gets the same clear ``NotACheckpointError`` everywhere.

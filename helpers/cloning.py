@@ -15,8 +15,13 @@ works today is:
    register them in the ``GLOBAL_VARIABLES`` (and ``TRAINABLE_VARIABLES``)
    collections, so ``global_variables_initializer`` and ``Saver`` see them.
 
-``clone_subgraph`` does the four steps. In TF2 code you do not need any of
-this: ``keras.models.clone_model(model)`` (then ``set_weights`` if the copy
+``clone_subgraph`` does the four steps, for resource variables (what TF 2.x
+makes) and reference variables (``VariableV2``: TF 1.x graphs, or
+``use_resource=False``) alike. Only resource variables need step 2: a reference
+variable is found by its op name, which the import scope changes, so TF 1.x
+copies were independent without it. ``initializer_ops`` finds the initializers
+from the graph alone, when the ``tf.Variable`` objects are lost too. In TF2 code
+you do not need any of this: ``keras.models.clone_model(model)`` (then ``set_weights`` if the copy
 should start from the same values), or call the builder again.
 """
 
@@ -27,10 +32,16 @@ from collections.abc import Mapping, Sequence
 
 import tensorflow as tf
 
-from helpers.errors import StructureMismatchError
-from helpers.scopes import scope_name
+from helpers.errors import StructureMismatchError, first_line
+from helpers.metagraph import VARIABLE_OPS, ScopeError, checked_scope
 
-__all__ = ["ClonedSubgraph", "clone_subgraph", "give_own_shared_names", "rebuild_variables"]
+__all__ = [
+    "ClonedSubgraph",
+    "clone_subgraph",
+    "give_own_shared_names",
+    "initializer_ops",
+    "rebuild_variables",
+]
 
 _V1 = tf.compat.v1
 _GLOBAL = _V1.GraphKeys.GLOBAL_VARIABLES
@@ -49,7 +60,7 @@ class ClonedSubgraph:
         variables: the copy's ``tf.Variable`` objects, independent of the original's.
         source_variables: the original variables, in the same order as ``variables``.
         initializer: one op that initializes every variable of the copy.
-        scope: the name scope the copy lives under (``scope``, made unique).
+        scope: the name scope the copy lives under (the ``scope`` given).
     """
 
     outputs: list[tf.Tensor]
@@ -77,7 +88,9 @@ def give_own_shared_names(graph_def: tf.compat.v1.GraphDef, scope: str) -> tf.co
         >>> [n.attr["shared_name"].s for n in fixed.node if n.op == "VarHandleOp"]
         [b'copy/w']
     """
-    scope = scope.rstrip("/")
+    scope = checked_scope(scope)
+    if not isinstance(graph_def, tf.compat.v1.GraphDef):
+        raise StructureMismatchError(f"expected a GraphDef, got {type(graph_def).__name__}")
     fixed = tf.compat.v1.GraphDef()
     fixed.CopyFrom(graph_def)
     for node in fixed.node:
@@ -111,16 +124,22 @@ def rebuild_variables(
         ('copy/w:0', 2)
     """
     graph = graph or _V1.get_default_graph()
-    scope = scope.rstrip("/")
+    scope = checked_scope(scope)
+    strays = [type(v).__name__ for v in originals if not isinstance(v, tf.Variable)]
+    if strays:
+        raise StructureMismatchError(f"originals must be tf.Variable objects, got {strays}")
     local_names = {v.name for v in graph.get_collection(_LOCAL)}
     rebuilt = []
     with graph.as_default():
         for original in originals:
             try:
-                copy = _V1.Variable(variable_def=original.to_proto(), import_scope=scope)
-            except KeyError as error:
-                raise ValueError(
-                    f"cannot rebuild {original.name!r} under {scope!r}: the graph has no {error}; "
+                proto = original.to_proto()
+                # a reference variable (VariableV2) must be wrapped as one: use_resource=False
+                copy = _V1.Variable(variable_def=proto, import_scope=scope, use_resource=proto.is_resource or False)
+            except (KeyError, ValueError) as error:
+                missing = f"no {error}" if isinstance(error, KeyError) else f"a problem: {first_line(error)}"
+                raise StructureMismatchError(
+                    f"cannot rebuild {original.name!r} under {scope!r}: the graph has {missing}; "
                     "import the variable's initializer and read ops too"
                 ) from None
             graph.add_to_collection(_LOCAL if original.name in local_names else _GLOBAL, copy)
@@ -147,12 +166,18 @@ def clone_subgraph(
     original would (random initializers keep their seeds); run
     ``result.initializer``, or ``global_variables_initializer()``, before use.
 
+    ``scope`` must be free: when the graph already uses it (or a name
+    differing only in case, or a ``name_scope`` is open), TensorFlow would put
+    the copy in ``scope_1``; that is refused rather than done silently.
+
     Raises:
-        TypeError: an argument is not a graph tensor.
-        ValueError: tensors from different graphs, an output that does not
-            depend on any input, an input no output uses, or an output that
-            also depends on a placeholder not listed among the inputs.
-        StructureMismatchError: a replacement's dtype or shape does not fit its input.
+        ScopeError: ``scope`` is empty, not a valid name, or taken.
+        StructureMismatchError: an argument is not a graph tensor, tensors
+            from different graphs, an output that does not depend on any
+            input, an input no output uses, an output that also depends on a
+            placeholder not listed among the inputs, a variable without a
+            ``tf.Variable`` in the collections, or a replacement whose dtype
+            or shape does not fit its input.
 
     Example:
         >>> g = tf.Graph()
@@ -176,7 +201,13 @@ def clone_subgraph(
     for original, replacement in zip(inputs, replacements):
         if replacement is not None:
             _require_fits(original, replacement)
-    scope = scope_name(scope)
+    scope = checked_scope(scope)
+    landing = graph.unique_name(scope, mark_as_used=False)
+    if landing != scope:
+        raise ScopeError(
+            f"copying under {scope!r} would land in {landing!r}: that name (or one differing only in "
+            "case) is taken in this graph, or a name_scope is open. Pick a new scope."
+        )
 
     graph_def, stand_ins = _cut_at_inputs(graph.as_graph_def(), inputs)
     input_names = [t.name for t in inputs]
@@ -185,7 +216,7 @@ def clone_subgraph(
             continue
         needed = _node_names(tf.compat.v1.graph_util.extract_sub_graph(graph_def, [output.op.name]))
         if not needed & set(stand_ins.values()):
-            raise ValueError(
+            raise StructureMismatchError(
                 f"output {output.name!r} does not depend on any of the inputs "
                 f"{input_names}: there is nothing to replace (check the tensors you passed)"
             )
@@ -196,10 +227,10 @@ def clone_subgraph(
     output_names = {o.name for o in outputs}
     unused = [name for name in input_names if stand_ins[name] not in forward_names and name not in output_names]
     if unused:
-        raise ValueError(f"no output depends on the inputs {unused}: leave them out of inputs")
+        raise StructureMismatchError(f"no output depends on the inputs {unused}: leave them out of inputs")
     stray = sorted(n.name + ":0" for n in forward.node if n.op == "Placeholder" and n.name not in stand_ins.values())
     if stray:
-        raise ValueError(
+        raise StructureMismatchError(
             f"the outputs also depend on the placeholders {stray}, which are not among the inputs: "
             "add them to inputs (a replacement may be the same tensor, to share it)"
         )
@@ -212,7 +243,7 @@ def clone_subgraph(
     sub = tf.compat.v1.graph_util.extract_sub_graph(graph_def, sorted(forward_names) + extra)
 
     with graph.as_default(), graph.name_scope(None):
-        unique_scope = graph.unique_name(scope.rstrip("/"), mark_as_used=False)
+        unique_scope = scope
         input_map = {
             stand_ins[t.name] + ":0": r for t, r in zip(inputs, replacements) if r is not None
         }
@@ -236,14 +267,17 @@ def clone_subgraph(
 
 
 def _tensor_list(value, what: str) -> list[tf.Tensor]:
-    tensors = [value] if isinstance(value, tf.Tensor) else list(value)
+    try:
+        tensors = [value] if isinstance(value, tf.Tensor) else list(value)
+    except TypeError:
+        raise StructureMismatchError(f"{what} must be a tf.Tensor or a list of them, got {type(value).__name__}") from None
     if not tensors:
-        raise ValueError(f"{what} is empty: pass at least one tensor")
+        raise StructureMismatchError(f"{what} is empty: pass at least one tensor")
     for tensor in tensors:
         if not isinstance(tensor, tf.Tensor):
-            raise TypeError(f"{what} must hold tf.Tensor objects, got {type(tensor).__name__}")
+            raise StructureMismatchError(f"{what} must hold tf.Tensor objects, got {type(tensor).__name__}")
         if not tf.is_symbolic_tensor(tensor):
-            raise ValueError(
+            raise StructureMismatchError(
                 f"{what} holds an eager tensor: clone_subgraph copies graph-mode networks; "
                 "in TF2 code use keras.models.clone_model or call the builder again"
             )
@@ -257,15 +291,20 @@ def _replacement_list(replacements, inputs: list[tf.Tensor]) -> list[tf.Tensor |
         by_name = {key.name: value for key, value in replacements.items()}
         unknown = sorted(set(by_name) - {t.name for t in inputs})
         if unknown:
-            raise ValueError(f"replacements given for tensors that are not inputs: {unknown}")
+            raise StructureMismatchError(f"replacements given for tensors that are not inputs: {unknown}")
         chosen = [by_name.get(t.name) for t in inputs]
     else:
-        chosen = [replacements] if isinstance(replacements, tf.Tensor) else list(replacements)
+        try:
+            chosen = [replacements] if isinstance(replacements, tf.Tensor) else list(replacements)
+        except TypeError:
+            raise StructureMismatchError(
+                f"replacements must be tensors (a list, or a dict {{input: tensor}}), got {type(replacements).__name__}"
+            ) from None
         if len(chosen) != len(inputs):
-            raise ValueError(f"{len(inputs)} inputs but {len(chosen)} replacements: give one per input")
+            raise StructureMismatchError(f"{len(inputs)} inputs but {len(chosen)} replacements: give one per input")
     for tensor in chosen:
         if tensor is not None and not isinstance(tensor, tf.Tensor):
-            raise TypeError(f"replacements must be tf.Tensor objects, got {type(tensor).__name__}")
+            raise StructureMismatchError(f"replacements must be tf.Tensor objects, got {type(tensor).__name__}")
     return chosen
 
 
@@ -273,7 +312,7 @@ def _require_one_graph(graph: tf.Graph, *groups: list[tf.Tensor]) -> None:
     for group in groups:
         for tensor in group:
             if tensor.graph is not graph:
-                raise ValueError(f"{tensor.name!r} belongs to another graph than the outputs")
+                raise StructureMismatchError(f"{tensor.name!r} belongs to another graph than the outputs")
 
 
 def _require_fits(original: tf.Tensor, replacement: tf.Tensor) -> None:
@@ -329,14 +368,55 @@ def _node_names(graph_def) -> set[str]:
 
 
 def _variables_read(graph: tf.Graph, sub) -> list[tf.Variable]:
-    handles = {node.name for node in sub.node if node.op in ("VarHandleOp", "VariableV2")}
+    handles = {node.name for node in sub.node if node.op in VARIABLE_OPS}
     known: dict[str, tf.Variable] = {}
     for variable in graph.get_collection(_GLOBAL) + graph.get_collection(_LOCAL):
         known.setdefault(variable.op.name, variable)
     orphans = sorted(handles - set(known))
     if orphans:
-        raise ValueError(
+        raise StructureMismatchError(
             f"the variables {orphans} have no tf.Variable in the GLOBAL_VARIABLES or "
-            "LOCAL_VARIABLES collection, so their initializers cannot be found"
+            "LOCAL_VARIABLES collection: initializer_ops(graph) finds their initializers from the "
+            "graph alone, to run or to rebuild them"
         )
     return [variable for name, variable in known.items() if name in handles]  # creation order
+
+
+def initializer_ops(graph: tf.Graph | None = None, names: Sequence[str] | None = None) -> dict[str, tf.Operation]:
+    """Find each variable's initializer op from the graph alone, without its ``tf.Variable`` object.
+
+    What was left after ``graph_editor.copy``: variable ops nobody holds a
+    Python object for. Creating a variable adds an assign op that takes the
+    variable op as its first input and the initial value as its second: an
+    ``AssignVariableOp`` (resource variables) or an ``Assign`` (reference
+    variables), named ``<variable>/Assign``. ``names`` picks variable ops
+    (default: every one in ``graph``); the result maps each to its initializer.
+
+    Raises ``StructureMismatchError`` naming every variable op with no such
+    initializer (or an unknown name).
+
+    Example:
+        >>> with tf.Graph().as_default() as g:
+        ...     w = tf.compat.v1.get_variable("w", [2], initializer=tf.ones_initializer())
+        ...     old = tf.compat.v1.get_variable("old", [2], use_resource=False)
+        >>> {name: op.name for name, op in initializer_ops(g).items()}
+        {'w': 'w/Assign', 'old': 'old/Assign'}
+    """
+    graph = graph or _V1.get_default_graph()
+    if not isinstance(graph, tf.Graph):
+        raise StructureMismatchError(f"expected a tf.Graph, got {type(graph).__name__}")
+    variables = [op for op in graph.get_operations() if op.type in VARIABLE_OPS]
+    wanted = [op.name for op in variables] if names is None else [str(n).split(":")[0] for n in names]
+    unknown = sorted(set(wanted) - {op.name for op in variables})
+    if unknown:
+        raise StructureMismatchError(f"no variable ops named {unknown} in the graph")
+    found: dict[str, tf.Operation] = {}
+    for op in graph.get_operations():
+        if op.type in ("AssignVariableOp", "Assign") and op.inputs:
+            target = op.inputs[0].op.name
+            if target in wanted and (target not in found or op.name == f"{target}/Assign"):
+                found[target] = op
+    missing = [name for name in wanted if name not in found]
+    if missing:
+        raise StructureMismatchError(f"the variables {missing} have no initializer (assign) op in the graph")
+    return {name: found[name] for name in wanted}

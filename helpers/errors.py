@@ -119,3 +119,22 @@ class StructureMismatchError(ValueError):
         ...
         helpers.errors.StructureMismatchError: cannot copy 'online/' into 'target/': 'w' has shape (2,) vs (3,)
     """
+
+
+class WouldOverwriteError(FileExistsError, ValueError):
+    """A recipe was asked to write where a file (a checkpoint, a model) already exists.
+
+    No recipe of the course overwrites or deletes a user's file: choose another
+    path, or remove the old one yourself. It is both a ``FileExistsError`` and
+    a ``ValueError``.
+
+    Example:
+        >>> raise WouldOverwriteError("runs/model", "a checkpoint")
+        Traceback (most recent call last):
+        ...
+        helpers.errors.WouldOverwriteError: a checkpoint already exists at 'runs/model': refusing to overwrite it; choose another path
+    """
+
+    def __init__(self, path: str, what: str = "a file") -> None:
+        self.path = str(path)
+        super().__init__(f"{what} already exists at {self.path!r}: refusing to overwrite it; choose another path")

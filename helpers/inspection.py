@@ -12,7 +12,11 @@ Three recipes:
 
 plus ``read_checkpoint(path)``, which loads every value as a NumPy array.
 They work for name-based checkpoints (``tf.compat.v1.train.Saver``) and
-object-based ones (``tf.train.Checkpoint``) alike.
+object-based ones (``tf.train.Checkpoint``) alike, and for the files people
+really have: the old single-file V1 format, folders moved from another
+machine (their ``checkpoint`` state file names paths that are not here), a
+TF1 SavedModel's ``variables/``, and names with spaces, non-ASCII letters or
+``[``, ``*``, ``?``. Paths are ``str`` or ``os.PathLike``.
 
 Example:
     >>> import tensorflow as tf
@@ -27,22 +31,28 @@ Example:
 
 from __future__ import annotations
 
+import atexit
 import math
 import os
 import re
+import shutil
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import tensorflow as tf
 
 from helpers.errors import NotACheckpointError, first_line
+from helpers.files import path_text
 from helpers.notebook import format_table
 
 OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
 STATE_FILE = "checkpoint"
-_CHECKPOINT_FILE = re.compile(r"\.(index|meta|data-\d{5}-of-\d{5})$")
+_OWN_FILE = re.compile(r"\.(index|meta|data-\d{5}-of-\d{5})$")
+_DATA_FILE = re.compile(r"\.data-(\d{5})-of-(\d{5})$")
+_V1_SHARD = re.compile(r"-(\d{5}|\?{5})-of-(\d{5})$")  # old sharded V1: model-00000-of-00002
+_GLOB = re.compile(r"[][*?]")
 
 
 # --------------------------------------------------------------------------- paths
@@ -51,11 +61,22 @@ _CHECKPOINT_FILE = re.compile(r"\.(index|meta|data-\d{5}-of-\d{5})$")
 def resolve_checkpoint(path: str | os.PathLike) -> str:
     """Return the checkpoint prefix that ``path`` names, or raise ``NotACheckpointError``.
 
-    ``path`` is a prefix (``ckpt/model-3``: the ``.index`` and ``.data-*``
-    files share it) or a folder with a ``checkpoint`` state file, which
-    stands for its newest checkpoint. One of the checkpoint's own files
-    (``ckpt/model-3.index``) is refused with a hint naming the prefix: every
-    recipe of the course, like TensorFlow's own API, takes the prefix.
+    ``path`` is one of:
+
+    * a prefix (``ckpt/model-3``: the ``.index`` and ``.data-*`` files share it);
+    * an old single-file checkpoint (V1 format, ``ckpt/model.ckpt`` with no
+      ``.index``), or the pattern of an old sharded one (``model-?????-of-00002``);
+    * a folder with a ``checkpoint`` state file, which stands for its newest
+      checkpoint. When the state file names a path that is not there (the
+      folder came from another machine), the folder's own file of that name
+      is used; the error names every path tried;
+    * a SavedModel folder, which stands for its ``variables/variables``, or a
+      folder with no state file that holds exactly one checkpoint (the
+      SavedModel's ``variables/``).
+
+    One of a checkpoint's own files (``ckpt/model-3.index``) is refused with
+    a hint naming the prefix: every recipe of the course, like TensorFlow's
+    own API, takes the prefix.
 
     Example:
         >>> resolve_checkpoint("no/such/model")
@@ -78,18 +99,137 @@ def open_checkpoint(path: str | os.PathLike) -> tf.train.CheckpointReader:
 
 def _resolve_and_open(path: str | os.PathLike) -> tuple[str, tf.train.CheckpointReader]:
     """The prefix ``path`` names and a reader for it; opening the index is also the validity check."""
-    text = os.fspath(path)
-    if os.path.isdir(text):
-        return _latest_in_folder(text)
-    own_file = _CHECKPOINT_FILE.search(text)
-    if own_file:
-        raise NotACheckpointError(text, f"this is one of a checkpoint's files; pass its prefix {text[: own_file.start()]!r}")
-    if not os.path.isfile(text + ".index"):
-        raise NotACheckpointError(text, _why_no_index(text))
     try:
-        return text, tf.train.load_checkpoint(text)
-    except (tf.errors.OpError, ValueError) as error:
-        raise NotACheckpointError(text, f"its index file is damaged or of another format ({first_line(error)})") from None
+        text = path_text(path, "checkpoint path")
+    except ValueError as error:  # an empty path
+        raise NotACheckpointError("", str(error)) from None
+    if os.path.isdir(text):
+        return _resolve_and_open(_prefix_in_folder(text))
+    if os.path.isfile(text + ".index"):
+        reader = _open(text, [text + ".index", *_data_files(text)], "its index file")
+        _require_data_files(text, reader)
+        return text, reader
+    if _OWN_FILE.search(text):
+        prefix = text[: _OWN_FILE.search(text).start()]
+        raise NotACheckpointError(text, f"this is one of a checkpoint's files; pass its prefix {prefix!r}")
+    shard = _V1_SHARD.search(text)
+    if shard and (os.path.isfile(text) or shard[1] == "?????"):
+        return text, _open(text, _v1_shards(text, shard), "it as an old sharded (V1) checkpoint")
+    if os.path.isfile(text):
+        return text, _open(text, [text], "it as a checkpoint (neither '<prefix>.index' beside it nor "
+                                         "an old single-file V1 checkpoint)")
+    raise NotACheckpointError(text, _why_missing(text))
+
+
+def _why_missing(text: str) -> str:
+    shard = _V1_SHARD.search(text)
+    if shard and os.path.isfile(text[: shard.start()] + ".index"):
+        return f"no such file; the checkpoint's prefix is {text[: shard.start()]!r}"
+    if os.path.isfile(text + ".meta"):
+        return "only the graph ('.meta') is there; the '.index' and '.data' files are missing"
+    return f"no checkpoint files with this prefix (no {text + '.index'!r})"
+
+
+def _data_files(prefix: str) -> list[str]:
+    """The ``.data-*`` files of ``prefix``, compared name by name (``[``, ``*``, ``?`` are plain)."""
+    folder, stem = os.path.split(prefix)
+    names = os.listdir(folder or ".")
+    return sorted(os.path.join(folder, name) for name in names
+                  if name.startswith(stem) and _DATA_FILE.fullmatch(name[len(stem):]))
+
+
+def _require_data_files(prefix: str, reader: tf.train.CheckpointReader) -> None:
+    """Refuse missing data shards, and data files too short for the values the index lists."""
+    present = {os.path.basename(name) for name in _data_files(prefix)}
+    stem = os.path.basename(prefix)
+    total = max((int(_DATA_FILE.search(name)[2]) for name in present), default=1)
+    missing = [f"{stem}.data-{shard:05d}-of-{total:05d}" for shard in range(total)]
+    missing = [name for name in missing if name not in present]
+    if missing:
+        raise NotACheckpointError(prefix, f"its data files are missing (No such file: {', '.join(missing)})")
+    dtypes = reader.get_variable_to_dtype_map()
+    shapes = reader.get_variable_to_shape_map()
+    needed = sum(_nbytes(shape, dtypes[key]) or 0 for key, shape in shapes.items())
+    have = sum(os.path.getsize(name) for name in _data_files(prefix))
+    if have < needed:
+        raise NotACheckpointError(
+            prefix, f"its data files are truncated or damaged ({have} B; the index lists {needed} B)")
+
+
+def _v1_shards(text: str, shard: re.Match) -> list[str]:
+    stem, total = text[: shard.start()], int(shard[2])
+    if shard[1] != "?????" and total == 1:
+        return [text]
+    if shard[1] != "?????":
+        pattern = f"{stem}-?????-of-{total:05d}"
+        raise NotACheckpointError(text, f"one of {total} shards of an old (V1) checkpoint; pass {pattern!r}")
+    files = [f"{stem}-{index:05d}-of-{total:05d}" for index in range(total)]
+    missing = [file for file in files if not os.path.isfile(file)]
+    if missing:
+        raise NotACheckpointError(text, f"shards of this old (V1) checkpoint are missing: {missing}")
+    return files
+
+
+def _prefix_in_folder(folder: str) -> str:
+    """The newest checkpoint of ``folder``, from its state file (or its SavedModel variables)."""
+    folder = folder.rstrip("/\\") or folder
+    saved_model = os.path.join(folder, "variables", "variables")
+    if not os.path.isfile(os.path.join(folder, STATE_FILE)):
+        if os.path.isfile(saved_model + ".index"):
+            return saved_model
+        prefixes = sorted(n[: -len(".index")] for n in os.listdir(folder) if n.endswith(".index"))
+        if len(prefixes) == 1:  # e.g. a SavedModel's variables/ folder
+            return os.path.join(folder, prefixes[0])
+        hint = f"; it holds {prefixes[:3]}: pass one of them as folder/prefix" if prefixes else ""
+        raise NotACheckpointError(folder, f"a folder with no {STATE_FILE!r} state file naming a checkpoint"
+                                          + hint)
+    try:
+        state = tf.train.get_checkpoint_state(folder)
+    except (ValueError, tf.errors.OpError):  # not text, or not a state file
+        state = None
+    if state is None or not state.model_checkpoint_path:
+        raise NotACheckpointError(folder, f"its {STATE_FILE!r} state file is empty or damaged")
+    named = state.model_checkpoint_path  # TensorFlow joins a relative name to the folder
+    # A path of another machine (POSIX or Windows): look for its last part in this folder.
+    tried = list(dict.fromkeys([named, os.path.join(folder, re.split(r"[/\\]", named)[-1])]))
+    for candidate in tried:
+        first_file = candidate.replace("-?????-of-", "-00000-of-")  # an old sharded (V1) pattern
+        if os.path.isfile(candidate + ".index") or os.path.isfile(first_file):
+            return candidate
+    raise NotACheckpointError(
+        folder, f"its {STATE_FILE!r} state file names a checkpoint whose files are gone (tried {tried})")
+
+
+# TensorFlow's reader treats the prefix as a glob pattern: a name with [, *, ? cannot be
+# opened as it is. Such checkpoints are read through links with plain names.
+_LINK_ROOT: list[str] = []
+
+
+def _readable_name(prefix: str, files: list[str]) -> str:
+    if not _GLOB.search(prefix):
+        return prefix
+    if not _LINK_ROOT:
+        _LINK_ROOT.append(tempfile.mkdtemp(prefix="checkpoint-links-"))
+        atexit.register(shutil.rmtree, _LINK_ROOT[0], ignore_errors=True)
+    alias = os.path.join(tempfile.mkdtemp(dir=_LINK_ROOT[0]), "ckpt")
+    name = os.path.basename(prefix)
+    shard = _V1_SHARD.search(name)
+    stem = name[: shard.start()] if shard else name  # what the files' names share
+    for file in files:
+        target = alias + os.path.basename(file)[len(stem):]
+        try:
+            os.symlink(os.path.abspath(file), target)
+        except OSError:
+            shutil.copyfile(file, target)
+    return alias + name[len(stem):]
+
+
+def _open(prefix: str, files: list[str], what: str) -> tf.train.CheckpointReader:
+    try:
+        return tf.train.load_checkpoint(_readable_name(prefix, files))
+    except (tf.errors.OpError, ValueError, RuntimeError) as error:
+        raise NotACheckpointError(
+            prefix, f"cannot read {what}: damaged or of another format ({first_line(error)})") from None
 
 
 def read_tensor(reader: tf.train.CheckpointReader, path: str | os.PathLike, key: str) -> np.ndarray:
@@ -101,27 +241,10 @@ def read_tensor(reader: tf.train.CheckpointReader, path: str | os.PathLike, key:
     """
     try:
         return reader.get_tensor(key)
-    except (tf.errors.OpError, IndexError, ValueError) as error:
+    except (tf.errors.OpError, IndexError, ValueError, RuntimeError) as error:
         raise NotACheckpointError(
-            os.fspath(path), f"cannot read {key!r}: its data file is truncated or damaged ({first_line(error)})"
+            path_text(path), f"cannot read {key!r}: its data file is truncated or damaged ({first_line(error)})"
         ) from None
-
-
-def _latest_in_folder(folder: str) -> tuple[str, tf.train.CheckpointReader]:
-    if not os.path.exists(os.path.join(folder, STATE_FILE)):
-        raise NotACheckpointError(folder, f"a folder with no {STATE_FILE!r} state file naming a checkpoint")
-    latest = tf.train.latest_checkpoint(folder)
-    if latest is None:
-        raise NotACheckpointError(folder, f"its {STATE_FILE!r} state file names a checkpoint whose files are gone")
-    return _resolve_and_open(latest)
-
-
-def _why_no_index(text: str) -> str:
-    if os.path.isfile(text):
-        return "a file, not a checkpoint prefix (a prefix has a '<prefix>.index' file beside it)"
-    if os.path.isfile(text + ".meta"):
-        return "only the graph ('.meta') is there; the '.index' and '.data' files are missing"
-    return f"no checkpoint files with this prefix (no {text + '.index'!r})"
 
 
 # --------------------------------------------------------------------------- sizes
@@ -198,7 +321,8 @@ def _format_shape(shape: Sequence[int]) -> str:
 def describe_checkpoint(path: str | os.PathLike) -> CheckpointDescription:
     """List every key of a checkpoint with its shape, dtype and size, read from its index.
 
-    Nothing but the checkpoint's index is read: no graph, no model code.
+    Nothing but the checkpoint's index is read: no graph, no model code. A
+    partitioned variable is one key with its full shape.
 
     Example:
         >>> description = describe_checkpoint("ckpt/model-3")   # doctest: +SKIP
@@ -231,17 +355,18 @@ def read_checkpoint(path: str | os.PathLike) -> dict[str, np.ndarray]:
         >>> read_checkpoint("ckpt/model-3")["step"]   # doctest: +SKIP
         5
     """
-    reader = open_checkpoint(path)
-    return {key: read_tensor(reader, path, key) for key in sorted(reader.get_variable_to_shape_map())}
+    prefix, reader = _resolve_and_open(path)
+    return {key: read_tensor(reader, prefix, key) for key in sorted(reader.get_variable_to_shape_map())}
 
 
 # --------------------------------------------------------------------------- files
 
 _FILE_ROLES = {
-    "index": "the index: every key with its shape, dtype and where its bytes are",
-    "data": "the values of the variables (data shard {shard} of {total})",
-    "meta": "the graph (a MetaGraphDef): ops, collections, the Saver's settings",
-    STATE_FILE: "state file: the newest checkpoint, and the ones still kept (text)",
+    "index": "the index: each key's shape, dtype and place",
+    "data": "the values (data shard {shard} of {total})",
+    "meta": "the graph (a MetaGraphDef)",
+    "v1": "keys and values in one file (old V1 format)",
+    STATE_FILE: "state file: newest and kept checkpoints",
 }
 
 
@@ -278,28 +403,31 @@ def checkpoint_files(path: str | os.PathLike) -> CheckpointFiles:
 
     Example:
         >>> checkpoint_files("ckpt/model-3")   # doctest: +SKIP
-        file                               size    what it holds
-        ---------------------------------  ------  ------------------------------
-        checkpoint                         ...
+        file                         size   what it holds
+        ---------------------------  -----  -------------------------------------
+        checkpoint                   ...
     """
     prefix = resolve_checkpoint(path)
-    folder = Path(prefix).parent
-    stem = Path(prefix).name
+    folder, stem = os.path.split(prefix)
+    shard = _V1_SHARD.search(stem)
     files = []
-    for file in sorted(folder.iterdir()):
-        role = _role_of(file.name, stem)
+    for name in sorted(os.listdir(folder or ".")):
+        role = _role_of(name, stem, shard)
         if role is not None:
-            files.append(CheckpointFile(file.name, file.stat().st_size, role))
+            files.append(CheckpointFile(name, os.path.getsize(os.path.join(folder, name)), role))
     return CheckpointFiles(prefix, tuple(files))
 
 
-def _role_of(name: str, stem: str) -> str | None:
+def _role_of(name: str, stem: str, v1_shard: re.Match | None) -> str | None:
     if name == STATE_FILE:
         return _FILE_ROLES[STATE_FILE]
-    if not name.startswith(stem + "."):
+    if name == stem or (v1_shard and re.fullmatch(re.escape(stem[: v1_shard.start()]) + r"-\d{5}-of-\d{5}", name)):
+        return _FILE_ROLES["v1"]
+    base = stem[: v1_shard.start()] if v1_shard else stem
+    if not name.startswith(base + "."):
         return None
-    suffix = name[len(stem) + 1 :]
+    suffix = name[len(base) + 1 :]
     data = re.fullmatch(r"data-(\d{5})-of-(\d{5})", suffix)
-    if data:
+    if data and not v1_shard and name.startswith(stem + "."):
         return _FILE_ROLES["data"].format(shard=int(data[1]) + 1, total=int(data[2]))
     return _FILE_ROLES.get(suffix) if suffix in ("index", "meta") else None

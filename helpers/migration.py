@@ -11,23 +11,37 @@ an explicit ``{checkpoint_key: variable}`` map and say what did not match::
     name_based_to_object_based("tf1/model", "tf2/model", model, name_map)   # convert once
     object_based_to_name_based("tf2/model-1", "tf1/export", model, name_map)  # for a TF1 pipeline
 
-None of them overwrites an existing checkpoint.
+Paths are ``str`` or ``os.PathLike``. None of the recipes overwrites an
+existing checkpoint (checked name by name, so ``[``, ``*`` and ``?`` in a path
+are plain characters), and a partial restore (``strict=False``) always hands
+back a report that lists what was skipped.
 """
 
 from __future__ import annotations
 
 import os
+import textwrap
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import tensorflow as tf
 
-from helpers.errors import CheckpointMismatchError, NotACheckpointError, first_line
-from helpers.inspection import OBJECT_GRAPH_KEY, open_checkpoint, read_tensor
+from helpers.errors import (
+    CheckpointMismatchError,
+    NotACheckpointError,
+    StructureMismatchError,
+    WouldOverwriteError,
+    first_line,
+)
+from helpers.files import path_text, refuse_existing_checkpoint
+from helpers.inspection import OBJECT_GRAPH_KEY, read_tensor, resolve_checkpoint
+from helpers.object_graph import literal_prefix, reading
 
 __all__ = [
+    "ConvertedCheckpoint",
     "RestoreReport",
+    "UnwritableValueError",
     "checkpoint_format",
     "name_based_to_object_based",
     "object_based_to_name_based",
@@ -36,10 +50,39 @@ __all__ = [
     "write_name_based",
 ]
 
+_WIDTH = 100
 
-@dataclass
+
+class UnwritableValueError(StructureMismatchError):
+    """A value given to ``write_name_based`` cannot be stored in a checkpoint (not numeric, ragged...).
+
+    Example:
+        >>> raise UnwritableValueError("cannot write 'w': ragged list")
+        Traceback (most recent call last):
+        ...
+        helpers.migration.UnwritableValueError: cannot write 'w': ragged list
+    """
+
+
+def _wrapped(label: str, names: list[str]) -> list[str]:
+    return textwrap.wrap(
+        f"{label} ({len(names)}): {', '.join(names)}", _WIDTH, initial_indent="  ",
+        subsequent_indent="    ", break_long_words=False, break_on_hyphens=False,
+    )
+
+
+@dataclass(repr=False)
 class RestoreReport:
-    """What ``restore_name_based`` restored, and what it left alone."""
+    """What ``restore_name_based`` restored, and what it left alone.
+
+    Printing it (or its repr, which Jupyter shows) lists everything skipped,
+    so a partial restore never reads like a complete one.
+
+    Example:
+        >>> print(RestoreReport(restored=["w"], unexpected=["step"]))
+        restored 1 variable(s); PARTIAL, 1 item(s) skipped:
+          in the checkpoint but unused (1): step
+    """
 
     restored: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
@@ -50,22 +93,77 @@ class RestoreReport:
     @property
     def complete(self) -> bool:
         """True when every key matched a variable, both ways, with the right shape and dtype."""
-        return not (self.missing or self.unexpected or self.shape_mismatches or self.dtype_mismatches)
+        return not self.skipped
+
+    @property
+    def skipped(self) -> list[str]:
+        """Every key that was not restored, whatever the reason (sorted, each once)."""
+        keys = set(self.missing) | set(self.unexpected)
+        keys |= {key for key, *_ in self.shape_mismatches} | {key for key, *_ in self.dtype_mismatches}
+        return sorted(keys)
 
     def __str__(self) -> str:
-        lines = [f"restored {len(self.restored)} variable(s)"]
+        if self.complete:
+            return f"restored {len(self.restored)} variable(s); nothing skipped"
+        lines = [f"restored {len(self.restored)} variable(s); PARTIAL, {len(self.skipped)} item(s) skipped:"]
         if self.missing:
-            lines.append(f"not in the checkpoint (left as they were): {', '.join(self.missing)}")
+            lines += _wrapped("not in the checkpoint, left as they were", self.missing)
         if self.unexpected:
-            lines.append(f"in the checkpoint but unused: {', '.join(self.unexpected)}")
+            lines += _wrapped("in the checkpoint but unused", self.unexpected)
         for key, in_ckpt, in_target in self.shape_mismatches:
-            lines.append(f"skipped {key}: shape {in_ckpt} in the checkpoint, {in_target} in the target")
+            lines.append(f"  wrong shape, skipped: {key} is {in_ckpt} in the checkpoint, {in_target} in the target")
         for key, in_ckpt, in_target in self.dtype_mismatches:
-            lines.append(f"skipped {key}: dtype {in_ckpt} in the checkpoint, {in_target} in the target")
+            lines.append(f"  wrong dtype, skipped: {key} is {in_ckpt} in the checkpoint, {in_target} in the target")
         return "\n".join(lines)
 
+    __repr__ = __str__
 
-def checkpoint_format(ckpt_path: str) -> str:
+
+class ConvertedCheckpoint(str):
+    """The prefix a conversion wrote (a ``str``), with the ``report`` of the restore behind it.
+
+    Its repr says when the conversion was partial (``strict=False``) and what was skipped.
+
+    Example:
+        >>> ConvertedCheckpoint("tf2/model", RestoreReport(restored=["w"], missing=["b"]))
+        'tf2/model', converted with restored 1 variable(s); PARTIAL, 1 item(s) skipped:
+          not in the checkpoint, left as they were (1): b
+    """
+
+    report: RestoreReport
+
+    def __new__(cls, path: str, report: RestoreReport) -> ConvertedCheckpoint:
+        converted = super().__new__(cls, path)
+        converted.report = report
+        return converted
+
+    def __repr__(self) -> str:
+        return f"{str(self)!r}, converted with {self.report}"
+
+
+# --------------------------------------------------------------------------- paths
+
+
+def _same_file(a: str, b: str) -> bool:
+    return os.path.realpath(a) == os.path.realpath(b)
+
+
+def _refuse_to_write(out_prefix: str | os.PathLike, ckpt_path: str | os.PathLike | None = None) -> str:
+    """``out_prefix`` as text, unless a checkpoint is there or it is the input checkpoint itself."""
+    out = path_text(out_prefix, "output prefix")
+    if "\x00" in out:
+        raise NotACheckpointError(out, "a path cannot contain a NUL character")
+    if out.endswith(("/", os.sep)) or os.path.isdir(out):
+        raise NotACheckpointError(out, "this names a folder; a checkpoint prefix ends with a file name, e.g. 'ckpt'")
+    if ckpt_path is not None and _same_file(out, path_text(ckpt_path, "checkpoint path")):
+        raise WouldOverwriteError(out, "the input checkpoint")
+    return refuse_existing_checkpoint(out)
+
+
+# --------------------------------------------------------------------------- formats and names
+
+
+def checkpoint_format(ckpt_path: str | os.PathLike) -> str:
     """``"object-based"`` (``tf.train.Checkpoint``) or ``"name-based"`` (TF1 ``Saver``).
 
     Raises ``NotACheckpointError`` when the path is not a readable checkpoint.
@@ -74,8 +172,8 @@ def checkpoint_format(ckpt_path: str) -> str:
         >>> checkpoint_format("tf1/model")                 # doctest: +SKIP
         'name-based'
     """
-    reader = open_checkpoint(ckpt_path)
-    return "object-based" if reader.has_tensor(OBJECT_GRAPH_KEY) else "name-based"
+    with reading(ckpt_path) as (_, reader):
+        return "object-based" if reader.has_tensor(OBJECT_GRAPH_KEY) else "name-based"
 
 
 def _is_variable(value: Any) -> bool:
@@ -93,7 +191,8 @@ def variables_by_key(target: Any) -> dict[str, Any]:
 
     Keras 3 variables are keyed by their ``path`` (``sequential/dense/kernel``),
     other ``tf.Variable`` s by their name without ``:0``. Start from this map
-    and rewrite its keys to the names a TF1 checkpoint uses.
+    and rewrite its keys to the names a TF1 checkpoint uses. An unbuilt model,
+    or two variables with one name, raise ``StructureMismatchError``.
 
     Example:
         >>> layer = tf.keras.layers.Dense(2, name="dense")
@@ -104,7 +203,10 @@ def variables_by_key(target: Any) -> dict[str, Any]:
     if isinstance(target, Mapping):
         bad = [key for key, value in target.items() if not _is_variable(value)]
         if bad:
-            raise TypeError(f"the name map's values must be variables; not for keys {sorted(bad)}")
+            raise TypeError(f"the name map's values must be variables; not for keys {sorted(map(str, bad))}")
+        not_text = [key for key in target if not isinstance(key, str) or not key]
+        if not_text:
+            raise StructureMismatchError(f"the name map's keys must be non-empty strings, got {not_text!r}")
         return dict(target)
     if hasattr(target, "weights"):
         variables = list(target.weights)  # a Keras layer or model
@@ -116,14 +218,14 @@ def variables_by_key(target: Any) -> dict[str, Any]:
             f"dict, not {type(target).__name__}"
         )
     if not variables:
-        raise ValueError(
+        raise StructureMismatchError(
             f"{_describe(target)} has no variables yet: build it (call it once) before restoring"
         )
     keyed: dict[str, Any] = {}
     for variable in variables:
         key = _key_of(variable)
         if key in keyed and keyed[key] is not variable:
-            raise ValueError(
+            raise StructureMismatchError(
                 f"two variables of {_describe(target)} share the name {key!r}: "
                 "pass an explicit {checkpoint_key: variable} dict instead"
             )
@@ -142,17 +244,22 @@ def _dtype_name(dtype: Any) -> str:
     return tf.as_dtype(dtype).name
 
 
-def restore_name_based(ckpt_path: str, target: Any, strict: bool = True) -> RestoreReport:
+# --------------------------------------------------------------------------- restoring
+
+
+def restore_name_based(ckpt_path: str | os.PathLike, target: Any, strict: bool = True) -> RestoreReport:
     """Restore a name-based (TF1 ``Saver``) checkpoint into TF2 variables, loudly.
 
     ``target`` is a Keras layer or model, a ``tf.Module`` (variables keyed as
     in ``variables_by_key``), or an explicit ``{checkpoint_key: variable}``
-    dict. Everything is checked before anything is assigned. With
-    ``strict=True`` any key the target needs but the checkpoint lacks, any
-    key of the checkpoint left unused, and any wrong shape or dtype raises
-    ``CheckpointMismatchError`` listing them all, and nothing is restored.
-    With ``strict=False`` the matching variables are restored and the report
-    lists the rest. Eager mode only: in a graph, use
+    dict. Everything is checked, and every value read, before anything is
+    assigned. With ``strict=True`` any key the target needs but the
+    checkpoint lacks, any key of the checkpoint left unused, and any wrong
+    shape or dtype raises ``CheckpointMismatchError`` listing them all, and
+    nothing is restored. With ``strict=False`` the matching variables are
+    restored and the returned report lists the rest (print it: it says
+    PARTIAL). A variable saved in slices (a TF1 partitioned variable) is read
+    whole. Eager mode only: in a graph, use
     ``tf.compat.v1.train.Saver(var_list=name_map)``.
 
     Example:
@@ -167,84 +274,97 @@ def restore_name_based(ckpt_path: str, target: Any, strict: bool = True) -> Rest
             "tf.compat.v1.train.Saver(var_list={checkpoint_key: variable}).restore(sess, path)"
         )
     name_map = variables_by_key(target)
-    reader = open_checkpoint(ckpt_path)
-    shapes = {k: tuple(v) for k, v in reader.get_variable_to_shape_map().items() if k != OBJECT_GRAPH_KEY}
-    dtypes = {k: v.name for k, v in reader.get_variable_to_dtype_map().items()}
+    with reading(ckpt_path) as (shown, reader):
+        shapes = {k: tuple(v) for k, v in reader.get_variable_to_shape_map().items() if k != OBJECT_GRAPH_KEY}
+        dtypes = {k: v.name for k, v in reader.get_variable_to_dtype_map().items()}
 
-    report = RestoreReport(
-        missing=sorted(set(name_map) - set(shapes)),
-        unexpected=sorted(set(shapes) - set(name_map)),
-    )
-    matching = []
-    for key in sorted(set(name_map) & set(shapes)):
-        variable = name_map[key]
-        if shapes[key] != tuple(variable.shape):
-            report.shape_mismatches.append((key, shapes[key], tuple(variable.shape)))
-        elif dtypes[key] != _dtype_name(variable.dtype):
-            report.dtype_mismatches.append((key, dtypes[key], _dtype_name(variable.dtype)))
-        else:
-            matching.append(key)
-    if strict and not report.complete:
-        raise CheckpointMismatchError(
-            ckpt_path,
-            _describe(target),
-            missing=report.missing,
-            unexpected=report.unexpected,
-            shape_mismatches=report.shape_mismatches,
-            dtype_mismatches=report.dtype_mismatches,
+        report = RestoreReport(
+            missing=sorted(set(name_map) - set(shapes)),
+            unexpected=sorted(set(shapes) - set(name_map)),
         )
-    values = {key: read_tensor(reader, ckpt_path, key) for key in matching}  # read all, then assign
+        matching = []
+        for key in sorted(set(name_map) & set(shapes)):
+            variable = name_map[key]
+            if shapes[key] != tuple(variable.shape):
+                report.shape_mismatches.append((key, shapes[key], tuple(variable.shape)))
+            elif dtypes[key] != _dtype_name(variable.dtype):
+                report.dtype_mismatches.append((key, dtypes[key], _dtype_name(variable.dtype)))
+            else:
+                matching.append(key)
+        if strict and not report.complete:
+            raise CheckpointMismatchError(
+                shown,
+                _describe(target),
+                missing=report.missing,
+                unexpected=report.unexpected,
+                shape_mismatches=report.shape_mismatches,
+                dtype_mismatches=report.dtype_mismatches,
+            )
+        values = {key: read_tensor(reader, shown, key) for key in matching}  # read all, then assign
     for key in matching:
         name_map[key].assign(values[key])
         report.restored.append(key)
     return report
 
 
-def _refuse_existing(out_prefix: str, ckpt_path: str | None = None) -> None:
-    out_prefix = os.fspath(out_prefix)
-    if ckpt_path is not None and os.path.abspath(out_prefix) == os.path.abspath(os.fspath(ckpt_path)):
-        raise FileExistsError(f"{out_prefix!r} is the input checkpoint: write the converted one elsewhere")
-    existing = tf.io.gfile.glob(out_prefix + ".index") + tf.io.gfile.glob(out_prefix + ".data-*")
-    if existing:
-        raise FileExistsError(
-            f"a checkpoint already exists at {out_prefix!r}: refusing to overwrite it; choose another prefix"
-        )
+# --------------------------------------------------------------------------- writing
 
 
-def write_name_based(values: Mapping[str, Any], out_prefix: str) -> str:
+def _as_tensor(key: str, value: Any) -> tf.Tensor:
+    if hasattr(value, "read_value") and hasattr(value, "assign"):
+        # Read the value: a Keras 3 variable handed to SaveV2 as it is would be
+        # saved under a key with "VARIABLE_VALUE" glued to it (see notebook 07).
+        value = value.numpy()
+    try:
+        tensor = tf.convert_to_tensor(value)
+    except (TypeError, ValueError) as error:
+        raise UnwritableValueError(f"cannot write {key!r}: {first_line(error)}") from None
+    if tensor.dtype in (tf.variant, tf.resource):
+        raise UnwritableValueError(f"cannot write {key!r}: a {tensor.dtype.name} tensor has no value to save")
+    return tensor
+
+
+def write_name_based(values: Mapping[str, Any], out_prefix: str | os.PathLike) -> str:
     """Write ``{global name: value}`` as a name-based checkpoint a TF1 ``Saver`` can restore.
 
-    Values may be variables, tensors or NumPy arrays. Only ``<out_prefix>.index``
-    and ``.data-00000-of-00001`` are written (no ``checkpoint`` state file, no
-    ``.meta``); an existing checkpoint at ``out_prefix`` is never overwritten.
+    Values may be variables (their current value is written), tensors or
+    NumPy arrays. Only ``<out_prefix>.index`` and ``.data-00000-of-00001``
+    are written (no ``checkpoint`` state file, no ``.meta``); an existing
+    checkpoint at ``out_prefix`` is never overwritten (``WouldOverwriteError``).
+    A value that is not numeric or not rectangular raises ``UnwritableValueError``
+    before anything is written.
 
     Example:
         >>> write_name_based({"dense/kernel": np.ones((3, 2))}, "tf1/export")   # doctest: +SKIP
         'tf1/export'
     """
+    if not isinstance(values, Mapping):
+        raise TypeError(f"values must be a {{name: value}} dict, not {type(values).__name__}")
     if not values:
-        raise ValueError("nothing to write: the name map is empty")
-    _refuse_existing(out_prefix)
-    folder = os.path.dirname(os.fspath(out_prefix))
-    if folder:
-        tf.io.gfile.makedirs(folder)
+        raise UnwritableValueError("nothing to write: the name map is empty")
+    out = _refuse_to_write(out_prefix)
+    bad_keys = [key for key in values if not isinstance(key, str) or not key or key == OBJECT_GRAPH_KEY]
+    if bad_keys:
+        raise UnwritableValueError(f"every name must be a non-empty string other than {OBJECT_GRAPH_KEY!r}, "
+                                   f"got {bad_keys!r}")
     keys = sorted(values)
-    tensors = [tf.convert_to_tensor(values[key]) for key in keys]
-    tf.raw_ops.SaveV2(
-        prefix=os.fspath(out_prefix), tensor_names=keys, shape_and_slices=[""] * len(keys), tensors=tensors
-    )
-    return os.fspath(out_prefix)
+    tensors = [_as_tensor(key, values[key]) for key in keys]
+    folder = os.path.dirname(out)
+    if folder:
+        os.makedirs(folder, exist_ok=True)
+    tf.raw_ops.SaveV2(prefix=out, tensor_names=keys, shape_and_slices=[""] * len(keys), tensors=tensors)
+    return out
 
 
 def name_based_to_object_based(
-    ckpt_path: str,
-    out_prefix: str,
+    ckpt_path: str | os.PathLike,
+    out_prefix: str | os.PathLike,
     root: Any,
     name_map: Mapping[str, Any] | None = None,
     *,
     edge: str = "model",
     strict: bool = True,
-) -> str:
+) -> ConvertedCheckpoint:
     """Convert a TF1 name-based checkpoint into an object-based one, once.
 
     The values are restored into ``root`` (a built Keras model or layer, or a
@@ -252,22 +372,49 @@ def name_based_to_object_based(
     names differ), then written as ``tf.train.Checkpoint(**{edge: root})``, so
     TF2 code loads them with ``tf.train.Checkpoint(model=...).restore(path)``
     (``assert_consumed()`` passes on a fresh object of the same structure).
-    Refuses to overwrite an existing checkpoint at ``out_prefix``.
+    Returns the prefix written, a ``str`` whose ``.report`` is the restore's
+    report; with ``strict=False`` its repr lists what was skipped. Refuses to
+    overwrite an existing checkpoint at ``out_prefix`` (``WouldOverwriteError``).
 
     Example:
         >>> name_based_to_object_based("tf1/model", "tf2/model", model, name_map)  # doctest: +SKIP
-        'tf2/model'
+        'tf2/model', converted with restored 4 variable(s); nothing skipped
     """
-    _refuse_existing(out_prefix, ckpt_path)
-    restore_name_based(ckpt_path, name_map if name_map is not None else root, strict=strict)
+    out = _refuse_to_write(out_prefix, ckpt_path)
+    if not isinstance(edge, str) or not edge:
+        raise StructureMismatchError(f"edge must be a non-empty attribute name, got {edge!r}")
+    if checkpoint_format(ckpt_path) != "name-based":
+        raise NotACheckpointError(
+            path_text(ckpt_path), "it is already object-based (written by tf.train.Checkpoint): nothing to convert"
+        )
+    if name_map is not None:
+        _refuse_foreign(variables_by_key(name_map), root)
+    report = restore_name_based(ckpt_path, name_map if name_map is not None else root, strict=strict)
     checkpoint = tf.train.Checkpoint(**{edge: root})
     checkpoint.save_counter  # created now, so that restore(...).assert_consumed() finds it
-    return checkpoint.write(os.fspath(out_prefix))
+    return ConvertedCheckpoint(checkpoint.write(out), report)
+
+
+def _refuse_foreign(name_map: Mapping[str, Any], root: Any) -> None:
+    """Every variable of ``name_map`` must be one of ``root``'s: the values go through ``root``."""
+    owned = list(root.weights) if hasattr(root, "weights") else list(getattr(root, "variables", ()))
+    foreign = sorted(key for key, var in name_map.items() if not any(var is own for own in owned))
+    if foreign:
+        raise StructureMismatchError(
+            f"the name map's entries {foreign} are not variables of the {_describe(root)} passed as root: "
+            "build the map from the same object, e.g. {'dense/kernel': root.kernel}"
+        )
+
+
+def _unmatched(name_map: Mapping[str, Any], message: str) -> list[str]:
+    """The keys of ``name_map`` whose variables got no value from the checkpoint."""
+    return [key for key, var in name_map.items() if f"path={_key_of(var)}," in message
+            or f"'{var.name}'" in message or f"name {var.name}" in message]
 
 
 def object_based_to_name_based(
-    ckpt_path: str,
-    out_prefix: str,
+    ckpt_path: str | os.PathLike,
+    out_prefix: str | os.PathLike,
     root: Any,
     name_map: Mapping[str, Any] | None = None,
     *,
@@ -277,7 +424,9 @@ def object_based_to_name_based(
 
     ``root`` must be built and shaped like the object saved under ``edge``;
     every one of its variables must be found in the checkpoint (extra values,
-    such as an optimizer's, are ignored). The values are then written under
+    such as an optimizer's, are ignored: a training checkpoint
+    ``tf.train.Checkpoint(model=..., optimizer=...)`` works, even when its
+    keys sit under the optimizer's path). The values are then written under
     the keys of ``name_map`` (``{tf1_name: variable of root}``; by default
     ``variables_by_key(root)``). Refuses to overwrite an existing checkpoint.
 
@@ -285,24 +434,35 @@ def object_based_to_name_based(
         >>> object_based_to_name_based("tf2/model-3", "tf1/export", model, name_map)  # doctest: +SKIP
         'tf1/export'
     """
-    _refuse_existing(out_prefix, ckpt_path)
+    out = _refuse_to_write(out_prefix, ckpt_path)
+    if not isinstance(edge, str) or not edge:
+        raise StructureMismatchError(f"edge must be a non-empty attribute name, got {edge!r}")
     name_map = variables_by_key(name_map if name_map is not None else root)
+    _refuse_foreign(name_map, root)
     if checkpoint_format(ckpt_path) != "object-based":
         raise NotACheckpointError(
-            ckpt_path, "it is name-based; expected an object-based checkpoint written by tf.train.Checkpoint"
+            path_text(ckpt_path),
+            "it is name-based; expected an object-based checkpoint written by tf.train.Checkpoint",
         )
-    try:
-        # read() is restore() without the save counter, so that the check below
-        # is about root's variables only.
-        status = tf.train.Checkpoint(**{edge: root}).read(os.fspath(ckpt_path))
-        status.assert_existing_objects_matched()
-    except (AssertionError, ValueError) as error:
-        message = str(error)
-        unmatched = [key for key, var in name_map.items() if f"path={_key_of(var)}," in message
-                     or f"'{var.name}'" in message or f"name {var.name}" in message]
-        target = f"{_describe(root)} saved under the edge {edge!r}"
-        if not unmatched:
-            target += f" ({first_line(error)[:160]})"
-        raise CheckpointMismatchError(ckpt_path, target, missing=unmatched) from None
-    status.expect_partial()  # e.g. optimizer values, which a TF1 inference graph does not need
-    return write_name_based({key: variable.numpy() for key, variable in name_map.items()}, out_prefix)
+    before = {key: variable.numpy() for key, variable in name_map.items()}
+    with literal_prefix(ckpt_path) as readable:
+        try:
+            # read() is restore() without the save counter, so that the check below
+            # is about root's variables only.
+            prefix = resolve_checkpoint(readable)  # a folder stands for its newest checkpoint
+            status = tf.train.Checkpoint(**{edge: root}).read(prefix)
+            status.assert_existing_objects_matched()
+        except (AssertionError, ValueError) as error:
+            unmatched = _unmatched(name_map, str(error))
+            target = f"{_describe(root)} saved under the edge {edge!r}"
+            if not unmatched:
+                target += f" ({first_line(error)[:160]})"
+            for key, variable in name_map.items():  # leave root as it was
+                variable.assign(before[key])
+            raise CheckpointMismatchError(path_text(ckpt_path), target, missing=unmatched) from None
+        except (tf.errors.OpError, IndexError) as error:
+            raise NotACheckpointError(
+                path_text(ckpt_path), f"its data file is truncated or damaged ({first_line(error)})"
+            ) from None
+        status.expect_partial()  # e.g. optimizer values, which a TF1 inference graph does not need
+    return write_name_based({key: variable.numpy() for key, variable in name_map.items()}, out)

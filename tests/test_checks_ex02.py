@@ -1,15 +1,17 @@
-"""The checks of notebook 02: a right answer passes, typical mistakes get their hints."""
+"""The checks of notebook 02: right answers pass, plausible wrong answers get their hints."""
 
 from __future__ import annotations
+
+import pathlib
 
 import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from helpers.checks import CheckFailed, ExerciseNotDone, ex02
+from helpers.checks import CheckFailed, ExerciseNotDone, LearnerCodeError, ex02
 
-tf1 = tf.compat.v1
+V1 = tf.compat.v1
 
 
 def not_done(*args):
@@ -21,32 +23,87 @@ def not_done(*args):
 
 def run_from_collections(prefix, x):
     with tf.Graph().as_default():
-        saver = tf1.train.import_meta_graph(prefix + ".meta")
-        inputs = tf1.get_collection("inputs")[0]
-        outputs = tf1.get_collection("outputs")[0]
-        with tf1.Session() as sess:
+        saver = V1.train.import_meta_graph(prefix + ".meta")
+        inputs = V1.get_collection("inputs")[0]
+        outputs = V1.get_collection("outputs")[0]
+        with V1.Session() as sess:
             saver.restore(sess, prefix)
             return sess.run(outputs, {inputs: x})
 
 
+def run_through_graph_collections(prefix, x):
+    graph = tf.Graph()
+    with graph.as_default():
+        saver = V1.train.import_meta_graph(pathlib.Path(prefix + ".meta"))
+    [inputs], [outputs] = graph.get_collection("inputs"), graph.get_collection("outputs")
+    with V1.Session(graph=graph) as sess:
+        saver.restore(sess, prefix)
+        return sess.run([outputs], feed_dict={inputs: x})[0].tolist()
+
+
 def run_by_notebook_names(prefix, x):
     with tf.Graph().as_default() as graph:
-        saver = tf1.train.import_meta_graph(prefix + ".meta")
-        with tf1.Session() as sess:
+        saver = V1.train.import_meta_graph(prefix + ".meta")
+        with V1.Session() as sess:
             saver.restore(sess, prefix)
             return sess.run(graph.get_tensor_by_name("logits:0"), {graph.get_tensor_by_name("x:0"): x})
 
 
 def run_without_restoring(prefix, x):
     with tf.Graph().as_default():
-        tf1.train.import_meta_graph(prefix + ".meta")
-        with tf1.Session() as sess:
-            sess.run(tf1.global_variables_initializer())
-            return sess.run(tf1.get_collection("outputs")[0], {tf1.get_collection("inputs")[0]: x})
+        V1.train.import_meta_graph(prefix + ".meta")
+        with V1.Session() as sess:
+            sess.run(V1.global_variables_initializer())
+            return sess.run(V1.get_collection("outputs")[0], {V1.get_collection("inputs")[0]: x})
 
 
-def test_02_1_right_answer_passes(capsys):
-    ex02.check_run_from_collections(run_from_collections)
+def return_the_tensor(prefix, x):
+    with tf.Graph().as_default():
+        V1.train.import_meta_graph(prefix + ".meta")
+        return V1.get_collection("outputs")[0]
+
+
+def run_the_input(prefix, x):
+    with tf.Graph().as_default():
+        saver = V1.train.import_meta_graph(prefix + ".meta")
+        inputs = V1.get_collection("inputs")[0]
+        with V1.Session() as sess:
+            saver.restore(sess, prefix)
+            return sess.run(inputs, {inputs: x})
+
+
+def run_and_save_again(prefix, x):
+    with tf.Graph().as_default():
+        saver = V1.train.import_meta_graph(prefix + ".meta")
+        with V1.Session() as sess:
+            saver.restore(sess, prefix)
+            out = sess.run(V1.get_collection("outputs")[0], {V1.get_collection("inputs")[0]: x})
+            sess.run(V1.global_variables()[0].assign(tf.zeros([3, 3])))
+            saver.save(sess, prefix)
+            return out
+
+
+def import_the_prefix(prefix, x):
+    with tf.Graph().as_default():
+        saver = V1.train.import_meta_graph(prefix)
+        with V1.Session() as sess:
+            saver.restore(sess, prefix)
+            return sess.run(V1.get_collection("outputs")[0], {V1.get_collection("inputs")[0]: x})
+
+
+def run_with_the_recipe(prefix, x):
+    from helpers.metagraph import import_scoped
+
+    with tf.Graph().as_default() as graph:
+        saver = import_scoped(prefix + ".meta", "imported")
+        with V1.Session(graph=graph) as sess:
+            saver.restore(sess, prefix)
+            return np.array(sess.run(graph.get_collection("outputs")[0], {graph.get_collection("inputs")[0]: x}))
+
+
+@pytest.mark.parametrize("answer", [run_from_collections, run_through_graph_collections, run_with_the_recipe])
+def test_02_1_right_answers_pass(answer, capsys):
+    ex02.check_run_from_collections(answer)
     assert "✔ Exercise 02.1 passed" in capsys.readouterr().out
 
 
@@ -56,6 +113,9 @@ def test_02_1_right_answer_passes(capsys):
         (run_by_notebook_names, "decoy"),
         (run_without_restoring, "freshly initialized"),
         (lambda prefix, x: None, "returned None"),
+        (return_the_tensor, "not its value"),
+        (run_the_input, "shape"),
+        (run_and_save_again, "changed the checkpoint's files"),
     ],
 )
 def test_02_1_mistakes_get_hints(answer, hint):
@@ -63,8 +123,13 @@ def test_02_1_mistakes_get_hints(answer, hint):
         ex02.check_run_from_collections(answer)
 
 
+def test_02_1_a_missing_meta_suffix_names_the_learners_line():
+    with pytest.raises(LearnerCodeError, match="import_meta_graph"):
+        ex02.check_run_from_collections(import_the_prefix)
+
+
 def test_02_1_stub_is_not_done():
-    with pytest.raises(ExerciseNotDone):
+    with pytest.raises(ExerciseNotDone, match="02.1"):
         ex02.check_run_from_collections(not_done)
 
 
@@ -72,27 +137,58 @@ def test_02_1_stub_is_not_done():
 
 
 def import_with_new_input(meta_path, raw):
-    saver = tf1.train.import_meta_graph(meta_path, import_scope="net", input_map={"x:0": raw / 255.0})
-    return tf1.get_default_graph().get_tensor_by_name("net/y:0"), saver
+    saver = V1.train.import_meta_graph(meta_path, import_scope="net", input_map={"x:0": raw / 255.0})
+    return V1.get_default_graph().get_tensor_by_name("net/y:0"), saver
+
+
+def import_with_the_recipe(meta_path, raw):
+    from helpers.metagraph import import_scoped
+
+    saver = import_scoped(pathlib.Path(meta_path), "net/", input_map={"x": tf.multiply(raw, 1 / 255)})
+    return V1.get_default_graph().get_tensor_by_name("net/y:0"), saver
 
 
 def import_without_scaling(meta_path, raw):
-    saver = tf1.train.import_meta_graph(meta_path, import_scope="net", input_map={"x:0": raw})
-    return tf1.get_default_graph().get_tensor_by_name("net/y:0"), saver
+    saver = V1.train.import_meta_graph(meta_path, import_scope="net", input_map={"x:0": raw})
+    return V1.get_default_graph().get_tensor_by_name("net/y:0"), saver
+
+
+def import_with_floor_division(meta_path, raw):
+    saver = V1.train.import_meta_graph(meta_path, import_scope="net", input_map={"x:0": raw // 255})
+    return V1.get_default_graph().get_tensor_by_name("net/y:0"), saver
 
 
 def import_without_input_map(meta_path, raw):
-    saver = tf1.train.import_meta_graph(meta_path, import_scope="net")
-    return tf1.get_default_graph().get_tensor_by_name("net/y:0"), saver
+    saver = V1.train.import_meta_graph(meta_path, import_scope="net")
+    return V1.get_default_graph().get_tensor_by_name("net/y:0"), saver
 
 
 def import_without_scope(meta_path, raw):
-    saver = tf1.train.import_meta_graph(meta_path, input_map={"x:0": raw / 255.0})
-    return tf1.get_default_graph().get_tensor_by_name("y:0"), saver
+    saver = V1.train.import_meta_graph(meta_path, input_map={"x:0": raw / 255.0})
+    return V1.get_default_graph().get_tensor_by_name("y:0"), saver
 
 
-def test_02_2_right_answer_passes(capsys):
-    ex02.check_import_with_new_input(import_with_new_input)
+def import_and_make_a_new_saver(meta_path, raw):
+    V1.train.import_meta_graph(meta_path, import_scope="net", input_map={"x:0": raw / 255.0})
+    return V1.get_default_graph().get_tensor_by_name("net/y:0"), V1.train.Saver()
+
+
+def import_and_find_the_output_by_suffix(meta_path, raw):
+    saver = V1.train.import_meta_graph(meta_path, import_scope="net", input_map={"x:0": raw / 255.0})
+    graph = V1.get_default_graph()
+    first_y = next(op for op in graph.get_operations() if op.name.endswith("/y"))
+    return first_y.outputs[0], saver
+
+
+def import_and_find_the_op(meta_path, raw):
+    scaled = tf.math.truediv(raw, tf.constant(255.0))
+    saver = V1.train.import_meta_graph(meta_path, input_map={"x": scaled}, import_scope="net")
+    return V1.get_default_graph().get_operation_by_name("net/y").outputs[0], saver
+
+
+@pytest.mark.parametrize("answer", [import_with_new_input, import_with_the_recipe, import_and_find_the_op])
+def test_02_2_right_answers_pass(answer, capsys):
+    ex02.check_import_with_new_input(answer)
     assert "✔ Exercise 02.2 passed" in capsys.readouterr().out
 
 
@@ -100,8 +196,11 @@ def test_02_2_right_answer_passes(capsys):
     "answer, hint",
     [
         (import_without_scaling, "divide them by 255"),
+        (import_with_floor_division, "float division"),
         (import_without_input_map, "input_map"),
         (import_without_scope, "import under the scope 'net'"),
+        (import_and_make_a_new_saver, "not a new one"),
+        (import_and_find_the_output_by_suffix, "import under the scope 'net'"),
         (lambda meta_path, raw: import_with_new_input(meta_path, raw)[0], "return a pair"),
     ],
 )
@@ -110,32 +209,79 @@ def test_02_2_mistakes_get_hints(answer, hint):
         ex02.check_import_with_new_input(answer)
 
 
+def test_02_2_stub_is_not_done():
+    with pytest.raises(ExerciseNotDone, match="02.2"):
+        ex02.check_import_with_new_input(not_done)
+
+
 # ---------------------------------------------------------------- 02.3
 
 
 def add_frozen_head(features, n_classes):
     frozen = tf.stop_gradient(features)
-    with tf1.variable_scope("head"):
-        w = tf1.get_variable("w", shape=[frozen.shape[-1], n_classes])
-        b = tf1.get_variable("b", shape=[n_classes], initializer=tf1.zeros_initializer())
+    with V1.variable_scope("head"):
+        w = V1.get_variable("w", shape=[frozen.shape[-1], n_classes])
+        b = V1.get_variable("b", shape=[n_classes], initializer=V1.zeros_initializer())
     return tf.matmul(frozen, w) + b
 
 
+def add_frozen_head_transposed(features, n_classes):
+    with V1.variable_scope("classifier_head"):
+        w = V1.get_variable("weights", shape=[n_classes, features.shape[-1]])
+        b = V1.get_variable("offset", initializer=tf.constant([0.1] * n_classes))
+    return tf.nn.bias_add(tf.matmul(tf.stop_gradient(features), w, transpose_b=True), b)
+
+
 def add_head_without_freezing(features, n_classes):
-    with tf1.variable_scope("head"):
-        w = tf1.get_variable("w", shape=[features.shape[-1], n_classes])
-        b = tf1.get_variable("b", shape=[n_classes])
+    with V1.variable_scope("head"):
+        w = V1.get_variable("w", shape=[features.shape[-1], n_classes])
+        b = V1.get_variable("b", shape=[n_classes])
     return tf.matmul(features, w) + b
 
 
+def add_head_and_untrain_the_base(features, n_classes):
+    graph = features.graph
+    base = graph.get_collection(V1.GraphKeys.TRAINABLE_VARIABLES)
+    graph.clear_collection(V1.GraphKeys.TRAINABLE_VARIABLES)
+    logits = add_head_without_freezing(features, n_classes)
+    assert all(v not in V1.trainable_variables() for v in base)
+    return logits
+
+
 def add_head_without_bias(features, n_classes):
-    with tf1.variable_scope("head"):
-        w = tf1.get_variable("w", shape=[features.shape[-1], n_classes])
+    with V1.variable_scope("head"):
+        w = V1.get_variable("w", shape=[features.shape[-1], n_classes])
     return tf.matmul(tf.stop_gradient(features), w)
 
 
-def test_02_3_right_answer_passes(capsys):
-    ex02.check_add_frozen_head(add_frozen_head)
+def add_head_stopping_the_kernel(features, n_classes):
+    with V1.variable_scope("head"):
+        w = V1.get_variable("w", shape=[features.shape[-1], n_classes])
+        b = V1.get_variable("b", shape=[n_classes])
+    return tf.matmul(features, tf.stop_gradient(w)) + b
+
+
+def add_head_with_softmax(features, n_classes):
+    return tf.nn.softmax(add_frozen_head(features, n_classes))
+
+
+def add_head_with_untrainable_variables(features, n_classes):
+    with V1.variable_scope("head"):
+        w = V1.get_variable("w", shape=[features.shape[-1], n_classes], trainable=False)
+        b = V1.get_variable("b", shape=[n_classes], trainable=False)
+    return tf.matmul(tf.stop_gradient(features), w) + b
+
+
+def add_frozen_head_with_einsum(features, n_classes):
+    n_features = features.shape.as_list()[-1]
+    kernel = V1.get_variable("readout_kernel", [n_features, n_classes], initializer=V1.glorot_normal_initializer())
+    bias = V1.get_variable("readout_bias", [n_classes], initializer=V1.constant_initializer(0.2))
+    return tf.einsum("bf,fc->bc", tf.stop_gradient(features), kernel) + bias
+
+
+@pytest.mark.parametrize("answer", [add_frozen_head, add_frozen_head_transposed, add_frozen_head_with_einsum])
+def test_02_3_right_answers_pass(answer, capsys):
+    ex02.check_add_frozen_head(answer)
     assert "✔ Exercise 02.3 passed" in capsys.readouterr().out
 
 
@@ -143,7 +289,11 @@ def test_02_3_right_answer_passes(capsys):
     "answer, hint",
     [
         (add_head_without_freezing, "stop_gradient"),
-        (add_head_without_bias, "exactly two new trainable variables"),
+        (add_head_and_untrain_the_base, "taking them out of trainable_variables"),
+        (add_head_without_bias, "exactly two new variables"),
+        (add_head_stopping_the_kernel, "still reaches the restored variables"),
+        (add_head_with_softmax, "no activation"),
+        (add_head_with_untrainable_variables, "should be trainable"),
         (lambda features, n: tf.stop_gradient(features), "logits should have shape"),
     ],
 )
@@ -152,53 +302,114 @@ def test_02_3_mistakes_get_hints(answer, hint):
         ex02.check_add_frozen_head(answer)
 
 
+def test_02_3_stub_is_not_done():
+    with pytest.raises(ExerciseNotDone, match="02.3"):
+        ex02.check_add_frozen_head(not_done)
+
+
 # ---------------------------------------------------------------- 02.4
 
 
-def head_on_frozen_base(model, layer_name, n_classes):
+def head_on_frozen_copy(model, layer_name, n_classes):
+    twin = keras.models.clone_model(model)
+    twin.set_weights(model.get_weights())
+    base = keras.Model(twin.inputs[0], twin.get_layer(layer_name).output)
+    base.trainable = False
+    return keras.Sequential([base, keras.layers.Dense(n_classes)])
+
+
+def head_on_rebuilt_layers(model, layer_name, n_classes):
+    """Rebuild each layer from its config up to the cut, copying the weights."""
+    from helpers.metagraph import frozen_base
+
+    inputs = keras.Input(model.inputs[0].shape[1:])
+    x = inputs
+    for layer in model.layers[1:]:
+        copy = type(layer).from_config(layer.get_config())
+        x = copy(x)
+        copy.set_weights(layer.get_weights())
+        if layer.name == layer_name:
+            break
+    base = frozen_base(keras.Model(inputs, x), layer_name)
+    outputs = keras.layers.Dense(n_classes, name="new_head")(base.output)
+    return keras.Model(base.inputs, outputs)
+
+
+def head_on_shared_base(model, layer_name, n_classes):  # the chapter's section 6
     base = keras.Model(model.inputs[0], model.get_layer(layer_name).output)
     base.trainable = False
     return keras.Sequential([base, keras.layers.Dense(n_classes)])
 
 
-def head_on_trainable_base(model, layer_name, n_classes):
-    base = keras.Model(model.inputs[0], model.get_layer(layer_name).output)
+def head_on_fresh_clone(model, layer_name, n_classes):
+    twin = keras.models.clone_model(model)
+    base = keras.Model(twin.inputs[0], twin.get_layer(layer_name).output)
+    base.trainable = False
     return keras.Sequential([base, keras.layers.Dense(n_classes)])
 
 
-def head_on_old_output(model, layer_name, n_classes):
-    model.trainable = False
-    return keras.Sequential([model, keras.layers.Dense(n_classes)])
+def head_on_clone_output(model, layer_name, n_classes):
+    twin = keras.models.clone_model(model)
+    twin.set_weights(model.get_weights())
+    twin.trainable = False
+    return keras.Sequential([twin, keras.layers.Dense(n_classes)])
 
 
-def test_02_4_right_answer_passes(capsys):
-    ex02.check_head_on_frozen_base(head_on_frozen_base)
-    assert "✔ Exercise 02.4 passed" in capsys.readouterr().out
+def head_on_unfrozen_clone(model, layer_name, n_classes):
+    twin = keras.models.clone_model(model)
+    twin.set_weights(model.get_weights())
+    base = keras.Model(twin.inputs[0], twin.get_layer(layer_name).output)
+    return keras.Sequential([base, keras.layers.Dense(n_classes)])
 
 
-def test_02_4_the_helper_passes_too(capsys):
+def head_on_wrong_layer(model, layer_name, n_classes):
+    twin = keras.models.clone_model(model)
+    twin.set_weights(model.get_weights())
+    base = keras.Model(twin.inputs[0], twin.layers[1].output)  # the first Dense, whatever its name
+    base.trainable = False
+    return keras.Sequential([base, keras.layers.Dense(n_classes)])
+
+
+def head_on_shared_then_unfrozen(model, layer_name, n_classes):
+    new = head_on_shared_base(model, layer_name, n_classes)
+    for layer in model.layers:
+        layer.trainable = True
+    return new
+
+
+def head_on_a_copied_functional_base(model, layer_name, n_classes):
+    import copy
+
     from helpers.metagraph import frozen_base
 
-    ex02.check_head_on_frozen_base(
-        lambda model, name, n: keras.Sequential([frozen_base(model, name), keras.layers.Dense(n)])
-    )
-    assert "passed" in capsys.readouterr().out
+    base = frozen_base(copy.copy(model), layer_name)
+    return keras.Model(base.inputs, keras.layers.Dense(n_classes)(base.output))
+
+
+@pytest.mark.parametrize("answer", [head_on_frozen_copy, head_on_rebuilt_layers, head_on_a_copied_functional_base])
+def test_02_4_right_answers_pass(answer, capsys):
+    ex02.check_head_on_frozen_copy(answer)
+    assert "✔ Exercise 02.4 passed" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(
     "answer, hint",
     [
-        (head_on_trainable_base, "only the new head should be trainable"),
-        (head_on_old_output, "old model's output"),
+        (head_on_shared_base, "frozen now: your frozen part shares them"),
+        (head_on_shared_then_unfrozen, "shares variables with the pretrained one"),
+        (head_on_fresh_clone, "copy the pretrained weights"),
+        (head_on_clone_output, "old model's output"),
+        (head_on_unfrozen_clone, "only the new head should be trainable"),
+        (head_on_wrong_layer, "not at a fixed position"),
+        (lambda model, name, n: model, "the pretrained model itself"),
         (lambda model, name, n: "model", "should return a keras.Model"),
     ],
 )
 def test_02_4_mistakes_get_hints(answer, hint):
     with pytest.raises(CheckFailed, match=hint):
-        ex02.check_head_on_frozen_base(answer)
+        ex02.check_head_on_frozen_copy(answer)
 
 
 def test_02_4_stub_is_not_done():
     with pytest.raises(ExerciseNotDone, match="02.4"):
-        ex02.check_head_on_frozen_base(not_done)
-
+        ex02.check_head_on_frozen_copy(not_done)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
-from helpers.checks import CheckFailed, ExerciseNotDone, exercise_check, require
+from helpers.checks import CheckFailed, ExerciseNotDone, LearnerCodeError, exercise_check, require
 
 
 @exercise_check("99.1")
@@ -32,8 +34,8 @@ def test_untouched_stub_says_the_exercise_is_not_done():
         check_double(double)
 
 
-def test_other_errors_from_the_learner_code_propagate():
-    with pytest.raises(ZeroDivisionError):
+def test_other_errors_from_the_learner_code_become_hints():
+    with pytest.raises(LearnerCodeError, match="ZeroDivisionError"):
         check_double(lambda x: x / 0)
 
 
@@ -49,3 +51,162 @@ def test_check_without_summary(capsys):
 def test_check_failures_are_assertion_errors():
     assert issubclass(CheckFailed, AssertionError)
     assert issubclass(ExerciseNotDone, CheckFailed)
+
+
+# --------------------------------------------------------------------------- errors in the learner's code
+
+
+def test_an_error_in_the_learner_code_names_the_line_and_a_likely_cause():
+    def double(x):
+        halved = x / 0
+        return halved
+
+    with pytest.raises(LearnerCodeError) as caught:
+        check_double(double)
+    message = str(caught.value)
+    assert message.startswith("Exercise 99.1: your code raised ZeroDivisionError in double(), at this line:")
+    assert "halved = x / 0" in message
+    assert "division by zero" in message
+    assert isinstance(caught.value.__cause__, ZeroDivisionError)
+
+
+def test_a_not_implemented_error_from_a_library_is_not_the_stub():
+    def double(x):
+        raise NotImplementedError("Cannot convert a symbolic tf.Tensor to a numpy array")
+
+    with pytest.raises(LearnerCodeError, match="sess.run"):
+        check_double(double)
+
+
+def test_a_stub_with_other_code_before_it_still_counts_as_not_done():
+    def double(x):
+        y = 2 * x
+        # YOUR CODE HERE
+        raise NotImplementedError()
+
+    with pytest.raises(ExerciseNotDone):
+        check_double(double)
+
+
+def test_a_library_frame_below_the_learner_code_is_not_blamed():
+    import json
+
+    def parse(text):
+        return json.loads(text)
+
+    @exercise_check("99.3")
+    def check_parse(parse) -> str:
+        require(parse("[1") == [1], "should parse")
+        return "parsed"
+
+    with pytest.raises(LearnerCodeError) as caught:
+        check_parse(parse)
+    assert "in parse(), at this line:\n    return json.loads(text)" in str(caught.value)
+    assert "json" not in str(caught.value).split("\n")[0].replace("json.loads", "")
+
+
+def test_an_error_in_the_check_on_a_wrong_return_value_asks_about_the_return_value():
+    @exercise_check("99.4")
+    def check_length(make_list) -> str:
+        require(len(make_list()) == 3, "three items expected")
+        return "three items"
+
+    with pytest.raises(LearnerCodeError, match="does it return what the exercise asks"):
+        check_length(lambda: None)
+
+
+@pytest.mark.parametrize(
+    "message, cause",
+    [
+        ("You must feed a value for placeholder tensor 'x'", "feed_dict"),
+        ("Variable net/w already exists, disallowed.", "variable_scope"),
+        ("Tensor Tensor(\"y:0\") is not an element of this graph.", "graph.as_default()"),
+        ("Key net/b not found in checkpoint", "list_variables"),
+        ("Attempting to use uninitialized value net/w", "initializer"),
+    ],
+)
+def test_likely_causes_of_common_tensorflow_errors(message, cause):
+    def answer(x):
+        raise ValueError(message)
+
+    with pytest.raises(LearnerCodeError) as caught:
+        check_double(answer)
+    assert cause in str(caught.value)
+
+
+# --------------------------------------------------------------------------- what Jupyter shows
+
+
+def test_a_failure_renders_as_one_short_block_without_the_check_source():
+    with pytest.raises(CheckFailed) as caught:
+        check_double(lambda x: x + 1)
+    lines = caught.value._render_traceback_()
+    assert "Exercise 99.1 is not right yet" in lines[0]
+    assert lines[1:] == ["double(2) should be 4, got 3"]
+
+
+def test_long_hints_wrap_between_words():
+    failure = CheckFailed("Exercise 99.9: " + " ".join(["supercalifragilistic"] * 20))
+    lines = failure._render_traceback_()[1:]
+    assert len(lines) > 1
+    assert all(line.split() and set(line.split()) == {"supercalifragilistic"} for line in lines)
+
+
+def test_not_done_renders_its_own_headline():
+    def double(x):
+        raise NotImplementedError()
+
+    with pytest.raises(ExerciseNotDone) as caught:
+        check_double(double)
+    lines = caught.value._render_traceback_()
+    assert "Exercise 99.1 is not done yet" in lines[0]
+    assert "replace `raise NotImplementedError()`" in lines[1]
+
+
+def test_a_failed_check_in_a_real_kernel_shows_a_short_block_and_no_path(tmp_path):
+    import nbformat
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
+
+    notebook = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell(
+            "from helpers.checks import exercise_check, require\n"
+            "@exercise_check('99.5')\n"
+            "def check(f):\n"
+            "    require(f(2) == 4, 'f(2) should be 4: double the input')\n"
+            "    return 'f(2) == 4'"
+        ),
+        nbformat.v4.new_code_cell("def f(x):\n    return x + 1"),
+        nbformat.v4.new_code_cell("check(f)"),
+        nbformat.v4.new_code_cell("def g(x):\n    return x / 0\ncheck(g)"),
+    ])
+    client = NotebookClient(notebook, timeout=120, allow_errors=True, resources={"metadata": {"path": str(tmp_path)}})
+    try:
+        client.execute()
+    except CellExecutionError:  # pragma: no cover - allow_errors keeps going
+        pass
+    for cell in notebook.cells[2:]:
+        (error,) = [output for output in cell.outputs if output.output_type == "error"]
+        shown = "\n".join(error.traceback)
+        assert len(error.traceback) <= 8, shown
+        assert "/" not in re.sub(r"\x1b\[[0-9;]*m", "", shown).replace("x / 0", ""), shown
+        assert "require(" not in shown and "run_check" not in shown
+    assert "Exercise 99.5 is not right yet" in "\n".join(notebook.cells[2].outputs[0].traceback)
+    assert "return x / 0" in "\n".join(notebook.cells[3].outputs[0].traceback)
+
+
+def test_a_checks_temporary_folder_is_not_shown(tmp_path):
+    import tempfile
+
+    folder = tempfile.mkdtemp()
+    try:
+        def load(path):
+            raise ValueError(f"File not found: filepath={folder}/encoder. Please ensure the file is there.")
+
+        with pytest.raises(LearnerCodeError) as caught:
+            check_double(load)
+        assert tempfile.gettempdir() not in str(caught.value)
+        assert "filepath=encoder." in str(caught.value)
+    finally:
+        import os
+        os.rmdir(folder)

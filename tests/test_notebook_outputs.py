@@ -48,3 +48,14 @@ def test_outputs_hold_no_paths_logs_or_warnings(path):
 def test_exercise_notebooks_have_no_outputs(path):
     cells = nbformat.read(path, as_version=4).cells
     assert not any(cell.get("outputs") for cell in cells)
+
+
+@pytest.mark.parametrize("path", SOLUTIONS, ids=lambda p: p.stem)
+def test_outputs_fit_in_100_columns(path):
+    """Nothing a learner reads wraps in JupyterLab at 1280 px or on the website."""
+    too_wide = []
+    for index, cell in enumerate(nbformat.read(path, as_version=4).cells):
+        for _, text in _texts(cell):
+            too_wide += [f"cell {index}: {len(line)} columns: {line[:60]!r}..."
+                         for line in text.splitlines() if len(line) > 100]
+    assert not too_wide, "\n".join(too_wide)

@@ -10,6 +10,9 @@ what is expected::
 A check prints one line when the answer is right. When it is not, it raises
 ``CheckFailed`` with a hint that says what is wrong; when the exercise still
 holds the ``raise NotImplementedError()`` stub, it raises ``ExerciseNotDone``.
+When the learner's own code raises, the hint names the learner's line and the
+likely cause (``LearnerCodeError``). In Jupyter each of these shows as one
+short block (exercise number and hint), not as a traceback of the check.
 
 Writing a check::
 
@@ -22,20 +25,69 @@ Writing a check::
 from __future__ import annotations
 
 import functools
+import linecache
+import os
+import re
+import sys
+import sysconfig
+import tempfile
+import textwrap
 from collections.abc import Callable
+from types import CodeType, TracebackType
 from typing import Any, TypeVar
 
-__all__ = ["CheckFailed", "ExerciseNotDone", "exercise_check", "require"]
+__all__ = ["CheckFailed", "ExerciseNotDone", "LearnerCodeError", "exercise_check", "require"]
 
 Check = TypeVar("Check", bound=Callable[..., Any])
+
+_WIDTH = 96
+_RED_BOLD, _BOLD, _RESET = "\x1b[1;31m", "\x1b[1m", "\x1b[0m"
+_STUB_LINE = "raise NotImplementedError()"
 
 
 class CheckFailed(AssertionError):
     """The answer to an exercise is not right yet; the message says why."""
 
+    headline = "is not right yet"
+
+    def _render_traceback_(self) -> list[str]:
+        """What IPython and Jupyter show instead of a traceback: the exercise and the hint."""
+        exercise, _, hint = str(self).partition(": ")
+        if not hint or not exercise.startswith("Exercise "):
+            exercise, hint = "This exercise", str(self)
+        lines = [f"{_RED_BOLD}✘ {exercise} {self.headline}{_RESET}"]
+        lines.extend(_wrap(hint))
+        return lines
+
 
 class ExerciseNotDone(CheckFailed):
     """The exercise still holds its ``raise NotImplementedError()`` stub."""
+
+    headline = "is not done yet"
+
+    def _render_traceback_(self) -> list[str]:
+        exercise, _, hint = str(self).partition(" is not done yet: ")
+        return [f"{_BOLD}… {exercise} is not done yet{_RESET}", *_wrap(hint)]
+
+
+class LearnerCodeError(CheckFailed):
+    """The learner's code raised an exception while the check ran it; the hint names the line."""
+
+    headline = "stopped with an error in your code"
+
+
+def _wrap(text: str) -> list[str]:
+    """Wrap ``text`` to the notebook's width, keeping its own line breaks and never splitting words."""
+    lines: list[str] = []
+    for paragraph in text.splitlines() or [""]:
+        indent = paragraph[: len(paragraph) - len(paragraph.lstrip())]
+        if indent:  # quoted code keeps its layout
+            lines.append(paragraph)
+            continue
+        lines.extend(
+            textwrap.wrap(paragraph, _WIDTH, break_long_words=False, break_on_hyphens=False) or [""]
+        )
+    return lines
 
 
 def require(condition: bool, hint: str) -> None:
@@ -49,13 +101,160 @@ def require(condition: bool, hint: str) -> None:
         raise CheckFailed(hint)
 
 
+# --------------------------------------------------------------------------- whose code raised
+
+
+def _library_folders() -> tuple[str, ...]:
+    paths = sysconfig.get_paths()
+    folders = {
+        os.path.dirname(os.path.abspath(__file__ + "/..")),  # the helpers package
+        paths["stdlib"],
+        paths["platstdlib"],
+        paths["purelib"],
+        paths["platlib"],
+        sys.prefix,
+        sys.base_prefix,
+        sys.exec_prefix,
+    }
+    return tuple(os.path.join(os.path.realpath(folder), "") for folder in folders)
+
+
+_LIBRARY_FOLDERS = _library_folders()
+
+
+def _is_learner_file(filename: str) -> bool:
+    """True for code a learner wrote: a notebook cell or a script, not a library or the course's helpers."""
+    if filename.startswith("<frozen") or "__autograph_generated" in filename:
+        return False
+    if filename.startswith("<"):  # "<ipython-input-...>", "<string>", "<doctest ...>"
+        return True
+    real = os.path.realpath(filename)
+    return not real.startswith(_LIBRARY_FOLDERS)
+
+
+def _code_objects(code: CodeType) -> set[CodeType]:
+    """``code`` and the code of every function defined inside it."""
+    found = {code}
+    for constant in code.co_consts:
+        if isinstance(constant, CodeType):
+            found |= _code_objects(constant)
+    return found
+
+
+def _learner_frames(
+    traceback: TracebackType | None, check_code: frozenset[CodeType] = frozenset()
+) -> list[tuple[str, int, str]]:
+    """(file, line number, function name) of each frame of learner code, outermost first."""
+    frames = []
+    while traceback is not None:
+        code = traceback.tb_frame.f_code
+        if code not in check_code and _is_learner_file(code.co_filename):
+            frames.append((code.co_filename, traceback.tb_lineno, code.co_name))
+        traceback = traceback.tb_next
+    return frames
+
+
+def _innermost_frame_is(traceback: TracebackType | None, frame: tuple[str, int, str]) -> bool:
+    while traceback is not None and traceback.tb_next is not None:
+        traceback = traceback.tb_next
+    if traceback is None:
+        return False
+    code = traceback.tb_frame.f_code
+    return (code.co_filename, traceback.tb_lineno, code.co_name) == frame
+
+
+def _is_untouched_stub(error: BaseException) -> bool:
+    """The ``raise NotImplementedError()`` the exercise notebook puts in place of the answer."""
+    if type(error) is not NotImplementedError or error.args:
+        return False
+    frames = _learner_frames(error.__traceback__)
+    if not frames or not _innermost_frame_is(error.__traceback__, frames[-1]):
+        return False
+    filename, line, _ = frames[-1]
+    return linecache.getline(filename, line).strip() == _STUB_LINE
+
+
+# Likely causes of the errors learners meet most, from the error's message.
+_CAUSES: list[tuple[re.Pattern[str], str]] = [
+    (re.compile(r"must feed a value for placeholder"),
+     "every placeholder the result depends on needs a value: pass it in feed_dict={placeholder: value}."),
+    (re.compile(r"already exists, disallowed|Variable .* already exists"),
+     "a variable of that name already exists in this graph: tf.name_scope does not prefix "
+     "get_variable names (use V1.variable_scope), or the code runs twice in one graph."),
+    (re.compile(r"uninitiali[sz]ed|Could not find variable|Container .* does not exist|Resource .* does not exist"),
+     "a variable is read before it has a value: run its initializer, or restore it, in this session first."),
+    (re.compile(r"not an element of this graph|must be from the same graph|is not from the passed-in graph"
+                r"|from a different graph"),
+     "a tensor or op belongs to another graph: build everything inside the graph the check gives you "
+     "(with graph.as_default(): ...), and do not keep tensors from an earlier graph."),
+    (re.compile(r"symbolic (tf\.)?Tensor|Tensor\.numpy|numpy\(\) is only available when eager"),
+     "a graph tensor has no value until a session runs it: use sess.run(tensor) instead of NumPy on it."),
+    (re.compile(r"refers to an Operation, not a Tensor"),
+     "that name is an op; its first output is the tensor 'name:0'."),
+    (re.compile(r"refers to a Tensor which does not exist|does not exist in the graph"),
+     "no op or tensor of that name in this graph: list what is there with "
+     "[op.name for op in graph.get_operations()], and mind the scope prefix."),
+    (re.compile(r"not found in checkpoint|Key .* not found"),
+     "the checkpoint has no variable of that name: list its keys with tf.train.list_variables(path)."),
+    (re.compile(r"No variables to save"),
+     "the Saver found no variables: create it inside the graph (with graph.as_default():), after them."),
+    (re.compile(r"Failed to find any matching files|Unsuccessful TensorSliceReader|not a readable checkpoint"),
+     "no checkpoint at that path: pass the prefix (no .index or .data suffix) that save() returned."),
+    (re.compile(r"Incompatible shapes|Dimensions must be equal|are incompatible|Matrix size-incompatible"),
+     "two shapes do not fit together: print the .shape of each operand on that line."),
+    (re.compile(r"required positional argument|positional arguments? but|unexpected keyword argument"),
+     "your function's parameters differ from the ones the exercise gives: keep its signature."),
+]
+
+
+def _likely_cause(error: BaseException) -> str:
+    text = f"{type(error).__name__}: {error}"
+    for pattern, cause in _CAUSES:
+        if pattern.search(text):
+            return cause
+    if isinstance(error, KeyError):
+        return "a key was not in the dict or map: print its keys to see the names it has."
+    if isinstance(error, NotImplementedError):
+        return "a library does not support that call here (this is not the exercise's stub)."
+    return "read the message, fix that line, then run your cell and this check again."
+
+
+# A check's own temporary folder (``/tmp/tmpab12cd/...``) means nothing to a learner.
+_TEMPORARY_PATH = re.compile(re.escape(os.path.join(os.path.realpath(tempfile.gettempdir()), "")) + r"[^/\s'\"]+/?")
+
+
+def _error_lines(error: BaseException) -> list[str]:
+    from helpers.notebook import error_summary
+
+    return [_TEMPORARY_PATH.sub("", line) for line in error_summary(error, max_lines=2)]
+
+
+def _learner_error_hint(error: BaseException, check_code: frozenset[CodeType]) -> str:
+    """What a learner needs to act on an error raised while the check ran their answer."""
+    frames = _learner_frames(error.__traceback__, check_code)
+    message = "\n".join(f"  {line}" for line in _error_lines(error))
+    name = type(error).__name__
+    if frames:
+        filename, line, function = frames[-1]
+        source = linecache.getline(filename, line).strip()
+        where = f"in {function}()" if function != "<module>" else "in your cell"
+        head = f"your code raised {name} {where}, at this line:\n    {source}" if source else (
+            f"your code raised {name} {where}:")
+    else:
+        head = (f"checking what your function returned raised {name}: does it return what the "
+                "exercise asks (its type and structure)?")
+    return f"{head}\n{message}\nLikely cause: {_likely_cause(error)}"
+
+
 def exercise_check(exercise_id: str) -> Callable[[Check], Check]:
     """Turn a function into an exercise check for exercise ``exercise_id``.
 
     The decorated check returns a short summary of what it verified; the
-    wrapper prints it with a tick. Hints are prefixed by the exercise number,
-    and a ``NotImplementedError`` from the learner's code becomes
-    ``ExerciseNotDone``.
+    wrapper prints it with a tick. Hints are prefixed by the exercise number.
+    The untouched ``raise NotImplementedError()`` stub becomes
+    ``ExerciseNotDone``; any other exception that escapes the check becomes
+    ``LearnerCodeError``, naming the learner's line and a likely cause (the
+    original exception stays attached as ``__cause__``).
 
     Example:
         >>> @exercise_check("00.1")
@@ -67,6 +266,8 @@ def exercise_check(exercise_id: str) -> Callable[[Check], Check]:
     """
 
     def decorate(check: Check) -> Check:
+        check_code = frozenset(_code_objects(check.__code__))
+
         @functools.wraps(check)
         def run_check(*args: Any, **kwargs: Any) -> None:
             __tracebackhide__ = True
@@ -75,14 +276,18 @@ def exercise_check(exercise_id: str) -> Callable[[Check], Check]:
             except ExerciseNotDone:
                 raise
             except CheckFailed as failure:
-                raise CheckFailed(f"Exercise {exercise_id}: {failure}") from None
-            except NotImplementedError:
-                raise ExerciseNotDone(
-                    f"Exercise {exercise_id} is not done yet: replace "
-                    "`raise NotImplementedError()` with your code, run that cell, "
-                    "then run this check again."
-                ) from None
-            print(f"✔ Exercise {exercise_id} passed" + (f": {summary}" if summary else ""))
+                raise type(failure)(f"Exercise {exercise_id}: {failure}") from None
+            except Exception as error:  # noqa: BLE001 - every error becomes a hint
+                if _is_untouched_stub(error):
+                    raise ExerciseNotDone(
+                        f"Exercise {exercise_id} is not done yet: replace "
+                        "`raise NotImplementedError()` with your code, run that cell, "
+                        "then run this check again."
+                    ) from None
+                raise LearnerCodeError(f"Exercise {exercise_id}: {_learner_error_hint(error, check_code)}") from error
+            from helpers.notebook import wrap_output
+
+            print(wrap_output(f"✔ Exercise {exercise_id} passed" + (f": {summary}" if summary else "")))
 
         return run_check  # type: ignore[return-value]
 

@@ -1,127 +1,252 @@
-"""Checks for notebook 01 (saving and restoring)."""
+"""Checks for notebook 01 (saving and restoring).
+
+Each check builds its own graph and files in a fresh temporary folder, with names
+other than the notebook's, several variables with distinct non-zero values
+(biases and non-trainable state too) and look-alike scopes, then calls the answer.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from unittest import mock
 
 import numpy as np
 import tensorflow as tf
 
 from helpers.checks import exercise_check, require
 
-v1 = tf.compat.v1
+V1 = tf.compat.v1
 
 
-def _saved_keys(path: str) -> set[str]:
+def _value(index: int, shape: tuple[int, ...]) -> np.ndarray:
+    """Distinct, non-zero numbers for the ``index``-th variable of a fixture."""
+    size = int(np.prod(shape, dtype=int))
+    return (np.arange(1, size + 1, dtype=np.float32) * 0.5 + 10 * index).reshape(shape)
+
+
+def _make_variables(specs: dict[str, tuple[tuple[int, ...], bool]]) -> dict[str, np.ndarray]:
+    """Create ``{name: (shape, trainable)}`` in the default graph; return their values by name."""
+    values = {}
+    for index, (name, (shape, trainable)) in enumerate(specs.items()):
+        values[name] = _value(index + 1, shape)
+        V1.get_variable(name, initializer=values[name], trainable=trainable)
+    return values
+
+
+def _keys(path: str) -> set[str]:
     return {name for name, _ in tf.train.list_variables(path)}
 
 
-def _require_a_checkpoint(path: object, function: str) -> str:
+def _returned_checkpoint(path: object, function: str) -> str:
     require(path is not None, f"{function} returned None: return the path that `saver.save(...)` gives back.")
     require(isinstance(path, (str, os.PathLike)), f"{function} should return a path, got {type(path).__name__}.")
     path = os.fspath(path)
-    require(os.path.exists(path + ".index"), f"no checkpoint at {os.path.basename(path)!r}: return the path `saver.save` returned.")
+    require(os.path.isfile(path + ".index"),
+            f"no checkpoint at {os.path.basename(path)!r}: return the path `saver.save` returned.")
     return path
 
 
+def _fingerprints(folder: str) -> dict[str, str]:
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in Path(folder).iterdir() if p.is_file()}
+
+
+@contextlib.contextmanager
+def _graphs_created() -> Iterator[list]:
+    """Count the ``tf.Graph`` objects (``tf.function`` graphs too) made while the answer runs."""
+    made: list = []
+    original = tf.Graph.__init__
+
+    def init(self, *args, **kwargs):
+        made.append(type(self).__name__)
+        original(self, *args, **kwargs)
+
+    with mock.patch.object(tf.Graph, "__init__", init):
+        yield made
+
+
+# --------------------------------------------------------------------------- 01.1
+
+
+def _save_plain(prefix: str, specs: dict[str, tuple[int, ...]]) -> str:
+    with tf.Graph().as_default():
+        _make_variables({name: (shape, True) for name, shape in specs.items()})
+        with V1.Session() as sess:
+            sess.run(V1.global_variables_initializer())
+            return V1.train.Saver().save(sess, prefix)
+
+
 @exercise_check("01.1")
-def check_save_trainable_only(save_trainable_only: Callable[[v1.Session, str], str]) -> str:
-    """``save_trainable_only(sess, prefix)`` saves the trainable variables and nothing else."""
-    with tf.Graph().as_default(), tempfile.TemporaryDirectory() as folder:
-        kernel = v1.get_variable("layer/kernel", initializer=np.arange(6, dtype=np.float32).reshape(3, 2))
-        bias = v1.get_variable("layer/bias", initializer=np.array([0.5, -0.5], np.float32))
-        v1.train.get_or_create_global_step()
-        with v1.Session() as sess:
-            sess.run(v1.global_variables_initializer())
-            path = _require_a_checkpoint(save_trainable_only(sess, os.path.join(folder, "model")), "save_trainable_only")
-        keys = _saved_keys(path)
-        require("global_step" not in keys,
-                "the checkpoint also holds 'global_step', which is not trainable: give the Saver "
-                "`var_list=tf.compat.v1.trainable_variables()`.")
-        require(keys == {"layer/kernel", "layer/bias"},
-                f"expected the keys ['layer/bias', 'layer/kernel'], found {sorted(keys)}.")
-        reader = tf.train.load_checkpoint(path)
-        require(np.array_equal(reader.get_tensor("layer/kernel"), np.arange(6).reshape(3, 2)),
-                "the saved kernel does not hold the session's value: save from the session you are given.")
-    return "only layer/kernel and layer/bias were saved"
+def check_count_parameters(count_parameters: Callable[[str | os.PathLike], int]) -> str:
+    """``count_parameters(prefix)`` counts the numbers stored in a checkpoint, without building a graph."""
+    cases = [  # (variables, as a Path?)
+        ({"encoder/kernel": (3, 4), "encoder/bias": (4,), "head/kernel": (4, 2), "head/bias": (2,),
+          "step": ()}, False),
+        ({"conv/filters": (2, 2, 3, 5), "conv/bias": (5,)}, True),
+    ]
+    with tempfile.TemporaryDirectory() as folder:
+        for number, (specs, as_path) in enumerate(cases):
+            prefix = _save_plain(os.path.join(folder, f"run{number}", "weights"), specs)
+            expected = sum(int(np.prod(shape, dtype=int)) for shape in specs.values())
+            given = Path(prefix) if as_path else prefix
+            default_graph = V1.get_default_graph()
+            ops_before = len(default_graph.get_operations())
+            with _graphs_created() as graphs:
+                count = count_parameters(given)
+            if len(default_graph.get_operations()) > ops_before:
+                graphs.append("ops added to the default graph")
+            kind = "a pathlib.Path" if as_path else "a str"
+            require(count is not None, "count_parameters returned None: return the total as an int.")
+            require(not graphs, f"count_parameters built a graph ({', '.join(graphs)}): read the checkpoint "
+                                "with `tf.train.list_variables`; no graph is needed.")
+            require(count != len(specs), f"{count} is the number of variables: count the numbers inside each "
+                                         "one (the product of its shape).")
+            shapes = " + ".join("x".join(map(str, s)) or "1 (a scalar)" for s in specs.values())
+            require(isinstance(count, (int, np.integer)) and count == expected,
+                    f"with the prefix given as {kind}, the checkpoint stores {expected} numbers ({shapes}); "
+                    f"you returned {count!r}. A scalar (shape ()) holds one number.")
+    return "two checkpoints counted (a str and a pathlib.Path prefix), no graph built"
+
+
+# --------------------------------------------------------------------------- 01.2
 
 
 @exercise_check("01.2")
-def check_save_without_scope(save_without_scope: Callable[[v1.Session, str, str], str]) -> str:
-    """``save_without_scope(sess, scope, prefix)`` saves scope/'s variables under names without the scope."""
+def check_save_trainable_only(save_trainable_only: Callable[[V1.Session, str], str]) -> str:
+    """``save_trainable_only(sess, prefix)``: the trainable variables, nothing else, and no ``.meta``."""
+    specs = {"encoder/kernel": ((3, 2), True), "encoder/bias": ((2,), True),
+             "encoder/moving_mean": ((2,), False), "decoder/kernel": ((2, 3), True),
+             "decoder/bias": ((3,), True)}
     with tf.Graph().as_default(), tempfile.TemporaryDirectory() as folder:
-        v1.get_variable("student/dense/kernel", initializer=np.full((2, 2), 1.0, np.float32))
-        v1.get_variable("student/dense/bias", initializer=np.array([2.0, 3.0], np.float32))
-        v1.get_variable("teacher/dense/kernel", initializer=np.full((2, 2), 9.0, np.float32))
-        with v1.Session() as sess:
-            sess.run(v1.global_variables_initializer())
-            path = _require_a_checkpoint(save_without_scope(sess, "student", os.path.join(folder, "model")), "save_without_scope")
-        keys = _saved_keys(path)
-        require(not any(key.startswith("teacher/") for key in keys),
-                "the checkpoint holds the teacher's variables too: save only the variables under the "
-                "scope (`tf.compat.v1.global_variables(scope + '/')`).")
-        require(not any(key.startswith("student/") for key in keys),
-                f"the keys still start with the scope: {sorted(keys)}. Map each name without its scope "
-                "to its variable: a dict `{name_without_scope: variable}` as the Saver's var_list.")
+        values = _make_variables(specs)
+        V1.train.get_or_create_global_step()
+        Path(folder, "notes.txt").write_text("a file of the learner's that must stay as it is")
+        before = _fingerprints(folder)
+        with V1.Session() as sess:
+            sess.run(V1.global_variables_initializer())
+            path = _returned_checkpoint(save_trainable_only(sess, os.path.join(folder, "weights")),
+                                        "save_trainable_only")
+        keys = _keys(path)
+        trainable = {name for name, (_, is_trainable) in specs.items() if is_trainable}
         require(not any(key.endswith(":0") for key in keys),
-                f"the keys end in ':0' ({sorted(keys)}): use `variable.op.name`, not `variable.name`.")
-        require(keys == {"dense/kernel", "dense/bias"},
-                f"expected the keys ['dense/bias', 'dense/kernel'], found {sorted(keys)}.")
-        bias = tf.train.load_checkpoint(path).get_tensor("dense/bias")
-        require(np.array_equal(bias, [2.0, 3.0]), "'dense/bias' does not hold the student's bias.")
-    return "the student's variables were saved as dense/kernel and dense/bias"
+                f"the keys end in ':0' ({sorted(keys)}): a dict of `variable.name` keys writes them; "
+                "a list of variables (or `variable.op.name` keys) does not.")
+        require("global_step" not in keys and "encoder/moving_mean" not in keys,
+                "the checkpoint also holds non-trainable variables (global_step, encoder/moving_mean): "
+                "give the Saver `var_list=V1.trainable_variables()`.")
+        require(keys == trainable,
+                f"expected the trainable variables {sorted(trainable)}, found {sorted(keys)}: save every "
+                "trainable variable of the graph, whatever its name.")
+        require(not os.path.exists(path + ".meta"),
+                "a '.meta' file was written too: `saver.save(..., write_meta_graph=False)` saves values only.")
+        reader = tf.train.load_checkpoint(path)
+        for name in sorted(trainable):
+            require(np.array_equal(reader.get_tensor(name), values[name]),
+                    f"{name!r} does not hold the session's value: save from the session you are given.")
+        require(all(_fingerprints(folder).get(name) == digest for name, digest in before.items()),
+                "a file that was in the folder before was changed or deleted: write only the checkpoint.")
+    return "the 4 trainable variables saved (not global_step, not the moving mean), no .meta, nothing else touched"
+
+
+# --------------------------------------------------------------------------- 01.3
 
 
 @exercise_check("01.3")
-def check_restore_latest(restore_latest: Callable[[v1.Session, str], int]) -> str:
-    """``restore_latest(sess, folder)`` restores the newest checkpoint in a folder and returns its step."""
+def check_save_without_scope(save_without_scope: Callable[[V1.Session, str, str], str]) -> str:
+    """``save_without_scope(sess, scope, prefix)``: scope/'s variables under keys without the scope."""
+    inner = {"dense/kernel": ((2, 2), True), "dense/bias": ((2,), True), "norm/moving_mean": ((2,), False)}
+    specs = {f"{scope}/{name}": spec for scope in ("model_1", "model_10", "model_1_old") for name, spec in inner.items()}
     with tempfile.TemporaryDirectory() as folder:
-        with tf.Graph().as_default():
-            w = v1.get_variable("w", initializer=0.0)
-            step = v1.train.get_or_create_global_step()
-            saver = v1.train.Saver(max_to_keep=5)
-            with v1.Session() as sess:
-                sess.run(v1.global_variables_initializer())
-                for value in (10, 20, 30):
-                    sess.run([w.assign(float(value)), step.assign(value)])
-                    saver.save(sess, os.path.join(folder, "model"), global_step=step)
-        with tf.Graph().as_default():
-            w = v1.get_variable("w", initializer=-1.0)
-            v1.train.get_or_create_global_step()
-            with v1.Session() as sess:
-                returned = restore_latest(sess, folder)
-                try:
-                    restored = sess.run(w)
-                except tf.errors.FailedPreconditionError:
-                    require(False, "the variables were not restored: call `saver.restore(sess, path)` "
-                                   "with the path `tf.train.latest_checkpoint(folder)` gives.")
-    require(restored != 10.0, "you restored the oldest checkpoint: `tf.train.latest_checkpoint(folder)` finds the newest.")
-    require(restored == 30.0, f"w should be 30.0 after restoring the newest checkpoint, got {restored}.")
-    require(returned is not None, "restore_latest returned None: return the global step's restored value.")
-    require(int(returned) == 30, f"the newest checkpoint's global step is 30, you returned {returned}.")
-    return "the newest of three checkpoints (step 30) was restored"
+        for scope in ("model_1", "model_10"):
+            with tf.Graph().as_default():
+                values = _make_variables(specs)
+                with V1.Session() as sess:
+                    sess.run(V1.global_variables_initializer())
+                    path = _returned_checkpoint(save_without_scope(sess, scope, os.path.join(folder, scope)),
+                                                "save_without_scope")
+            keys = _keys(path)
+            others = sorted({key.split("/")[0] for key in keys} & {"model_10", "model_1_old"} - {scope})
+            require(not any(key.startswith(f"{scope}/") for key in keys) and not others,
+                    f"saving scope {scope!r}, the keys still start with a scope: {sorted(keys)}. Keep only the "
+                    f"variables under '{scope}/' (mind the '/': 'model_1' is also the start of 'model_10'), "
+                    "and map each name without the scope to its variable: a dict as the Saver's var_list.")
+            require(not any(key.endswith(":0") for key in keys),
+                    f"the keys end in ':0' ({sorted(keys)}): use `variable.op.name`, not `variable.name`.")
+            require(keys == set(inner),
+                    f"saving scope {scope!r}, expected the keys {sorted(inner)}, found {sorted(keys)}. Cut "
+                    "exactly the scope and its '/' from the front of each name (`removeprefix`; `lstrip` "
+                    "removes characters, not a prefix), and keep every variable under the scope.")
+            reader = tf.train.load_checkpoint(path)
+            for name in inner:
+                require(np.array_equal(reader.get_tensor(name), values[f"{scope}/{name}"]),
+                        f"{name!r} does not hold the value of '{scope}/{name}' in the session: map each key "
+                        "to the variable of the scope you are given.")
+    return "model_1/ and model_10/ each saved alone (3 variables), keys without the scope, values right"
+
+
+# --------------------------------------------------------------------------- 01.4
+
+_OTHER_MACHINE = "/home/alice/runs/exp7"
+
+
+def _moved_folder(folder: str, steps: tuple[int, ...]) -> dict[int, dict[str, np.ndarray]]:
+    """Checkpoints ``run-<step>`` in ``folder`` whose state file names another machine's paths."""
+    saved = {}
+    with tf.Graph().as_default():
+        w = V1.get_variable("net/w", shape=[2, 2], initializer=V1.zeros_initializer())
+        b = V1.get_variable("net/b", shape=[2], initializer=V1.zeros_initializer())
+        step = V1.train.get_or_create_global_step()
+        saver = V1.train.Saver(max_to_keep=None)
+        with V1.Session() as sess:
+            for number in steps:
+                values = {"net/w": _value(number, (2, 2)), "net/b": _value(number + 100, (2,))}
+                sess.run([w.assign(values["net/w"]), b.assign(values["net/b"]), step.assign(number)])
+                saver.save(sess, os.path.join(folder, "run"), global_step=number, write_meta_graph=False)
+                saved[number] = values
+    names = [f"{_OTHER_MACHINE}/run-{number}" for number in steps]
+    state = [f'model_checkpoint_path: "{names[-1]}"'] + [f'all_model_checkpoint_paths: "{n}"' for n in names]
+    Path(folder, "checkpoint").write_text("\n".join(state) + "\n")
+    return saved
 
 
 @exercise_check("01.4")
-def check_count_parameters(count_parameters: Callable[[str], int]) -> str:
-    """``count_parameters(prefix)`` counts the numbers stored in a checkpoint, without a graph."""
+def check_restore_moved(restore_moved: Callable[[V1.Session, str], int]) -> str:
+    """``restore_moved(sess, folder)`` restores the newest checkpoint of a folder copied from elsewhere."""
+    steps = (100, 300, 200)  # saved in this order: the newest is neither the first nor the largest
     with tempfile.TemporaryDirectory() as folder:
+        saved = _moved_folder(folder, steps)
+        newest = steps[-1]
+        before = _fingerprints(folder)
         with tf.Graph().as_default():
-            v1.get_variable("hidden/kernel", shape=[3, 4], initializer=v1.zeros_initializer())
-            v1.get_variable("hidden/bias", shape=[4], initializer=v1.zeros_initializer())
-            v1.get_variable("out/kernel", shape=[4, 2], initializer=v1.zeros_initializer())
-            v1.get_variable("out/bias", shape=[2], initializer=v1.zeros_initializer())
-            with v1.Session() as sess:
-                sess.run(v1.global_variables_initializer())
-                path = v1.train.Saver().save(sess, os.path.join(folder, "model"))
-        graph_before = len(v1.get_default_graph().get_operations())
-        count = count_parameters(path)
-        graph_after = len(v1.get_default_graph().get_operations())
-    require(count is not None, "count_parameters returned None: return the total as an int.")
-    require(count != 4, "4 is the number of variables: count the numbers inside each one (the product of its shape).")
-    require(count == 3 * 4 + 4 + 4 * 2 + 2, f"the checkpoint stores 26 numbers (3x4 + 4 + 4x2 + 2), you counted {count}.")
-    require(graph_after == graph_before, "count_parameters added ops to a graph: read the checkpoint with "
-                                         "`tf.train.list_variables`, no graph needed.")
-    return "26 numbers counted from the checkpoint's index alone"
+            w = V1.get_variable("net/w", initializer=np.full((2, 2), -1.0, np.float32))
+            b = V1.get_variable("net/b", initializer=np.full((2,), -1.0, np.float32))
+            step = V1.train.get_or_create_global_step()
+            with V1.Session() as sess:
+                returned = restore_moved(sess, folder)
+                try:
+                    restored = dict(zip(["net/w", "net/b", "step"], sess.run([w, b, step])))
+                except tf.errors.FailedPreconditionError:
+                    restored = None
+        after = _fingerprints(folder)
+    require(after == before, "a file in the folder was changed, added or deleted: restore from the files as they "
+                             "are (read the state file, do not rewrite it).")
+    require(restored is not None, "the variables were not restored: call `saver.restore(sess, path)` with the "
+                                  "path of the folder's own file that the state file names.")
+    found = next((number for number, values in saved.items()
+                  if np.array_equal(restored["net/w"], values["net/w"])), None)
+    require(found != steps[0] or newest == steps[0],
+            f"you restored run-{steps[0]}, the first one the state file lists; its newest is the one in "
+            "`model_checkpoint_path`.")
+    require(found != max(steps), f"you restored run-{max(steps)}, the largest step, but the state file says "
+                                 f"the newest is run-{newest}: follow `model_checkpoint_path`.")
+    require(found == newest and np.array_equal(restored["net/b"], saved[newest]["net/b"])
+            and int(restored["step"]) == newest,
+            f"after restoring, every variable (net/w, net/b, global_step) should hold run-{newest}'s values.")
+    require(returned is not None, "restore_moved returned None: return the restored global step as an int.")
+    require(isinstance(returned, (int, np.integer)) and int(returned) == newest,
+            f"the restored global step is {newest}; you returned {returned!r}.")
+    return f"run-{newest}, the newest the moved state file names, restored in full; no file changed"

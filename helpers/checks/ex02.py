@@ -1,4 +1,9 @@
-"""Checks for the exercises of notebook 02 (meta-graph import)."""
+"""Checks for the exercises of notebook 02 (meta-graph import).
+
+The fixtures use names other than the chapter's (so an answer that hard-codes
+``x:0`` or ``features/Relu:0`` fails), several variables with distinct
+non-zero values (biases too), and decoys that look like the chapter's names.
+"""
 
 from __future__ import annotations
 
@@ -11,31 +16,41 @@ import tensorflow as tf
 
 from helpers.checks import exercise_check, require
 
-tf1 = tf.compat.v1
+V1 = tf.compat.v1
 
-_W = np.array([[1.0, -2.0], [0.5, 3.0], [-1.0, 0.25]], np.float32)
-_B = np.array([0.5, -0.5], np.float32)
-_X = np.array([[1.0, 2.0, 3.0], [0.0, -1.0, 4.0]], np.float32)
+_W1 = np.array([[1.0, -2.0, 0.5], [0.5, 3.0, -1.0], [-1.0, 0.25, 2.0]], np.float32)
+_B1 = np.array([0.5, -0.25, 1.5], np.float32)
+_W2 = np.array([[2.0, -1.0], [-0.5, 1.5], [1.0, 0.75]], np.float32)
+_B2 = np.array([0.25, -0.75], np.float32)
+_X = np.array([[1.0, 2.0, 3.0], [0.0, -1.0, 4.0], [2.0, 0.5, -1.0]], np.float32)
+
+
+def _files(folder: str) -> dict[str, bytes]:
+    return {name: open(os.path.join(folder, name), "rb").read() for name in sorted(os.listdir(folder))}
 
 
 def _save_author_model(folder: str) -> str:
-    """A model whose tensors are only findable through its collections.
+    """A two-layer model whose tensors are only findable through its collections.
 
     Its real input is 'pixels' and its real output 'scores/out'; a decoy
-    'x' and 'logits' are there for code that hard-codes the notebook's names.
+    placeholder 'x' and a decoy output 'logits' carry the chapter's names.
     """
     with tf.Graph().as_default():
-        pixels = tf1.placeholder(tf.float32, [None, 3], name="pixels")
-        decoy_x = tf1.placeholder_with_default(tf.zeros([1, 3]), [None, 3], name="x")
-        w = tf1.get_variable("dense/kernel", shape=[3, 2], initializer=tf1.zeros_initializer())
-        b = tf1.get_variable("dense/bias", shape=[2], initializer=tf1.zeros_initializer())
-        out = tf.identity(tf.matmul(pixels, w) + b, name="scores/out")
+        pixels = V1.placeholder(tf.float32, [None, 3], name="pixels")
+        decoy_x = V1.placeholder_with_default(tf.zeros([1, 3]), [None, 3], name="x")
+        zeros = V1.zeros_initializer()
+        w1 = V1.get_variable("encoder/kernel", shape=[3, 3], initializer=zeros)
+        b1 = V1.get_variable("encoder/bias", shape=[3], initializer=zeros)
+        w2 = V1.get_variable("scores/kernel", shape=[3, 2], initializer=zeros)
+        b2 = V1.get_variable("scores/bias", shape=[2], initializer=zeros)
+        hidden = tf.nn.relu(tf.matmul(pixels, w1) + b1)
+        out = tf.identity(tf.matmul(hidden, w2) + b2, name="scores/out")
         tf.identity(decoy_x[:, :2] * 0.0 - 1.0, name="logits")
-        tf1.add_to_collection("inputs", pixels)
-        tf1.add_to_collection("outputs", out)
-        saver = tf1.train.Saver()
-        with tf1.Session() as sess:
-            sess.run([w.assign(_W), b.assign(_B)])
+        V1.add_to_collection("inputs", pixels)
+        V1.add_to_collection("outputs", out)
+        saver = V1.train.Saver()
+        with V1.Session() as sess:
+            sess.run([w1.assign(_W1), b1.assign(_B1), w2.assign(_W2), b2.assign(_B2)])
             return saver.save(sess, os.path.join(folder, "author"))
 
 
@@ -43,10 +58,17 @@ def _save_author_model(folder: str) -> str:
 def check_run_from_collections(run_from_collections) -> str:
     with tempfile.TemporaryDirectory() as folder:
         prefix = _save_author_model(folder)
-        result = run_from_collections(prefix, _X)
+        before = _files(folder)
+        result = run_from_collections(prefix, _X.copy())
+        after = _files(folder)
     require(result is not None, "run_from_collections returned None: return what sess.run gives you")
+    require(
+        not isinstance(result, (tf.Tensor, tf.Operation)),
+        "you returned a graph tensor, not its value: return sess.run(output_tensor, {input_tensor: x})",
+    )
+    require(after == before, "your function changed the checkpoint's files: it should only read them")
     result = np.asarray(result)
-    expected = _X @ _W + _B
+    expected = np.maximum(_X @ _W1 + _B1, 0) @ _W2 + _B2
     require(
         result.shape == expected.shape,
         f"expected an array of shape {expected.shape}, got {result.shape}: "
@@ -55,29 +77,45 @@ def check_run_from_collections(run_from_collections) -> str:
     require(
         not np.allclose(result, -1.0),
         "you ran a tensor called 'logits', which this model uses as a decoy: "
-        "find the output with tf.compat.v1.get_collection('outputs')[0]",
+        "find the output with V1.get_collection('outputs')[0]",
     )
     require(
         not np.allclose(result, 0.0),
         "the weights look freshly initialized (all zeros): restore them with the Saver "
         "that import_meta_graph returns, saver.restore(sess, prefix)",
     )
-    require(np.allclose(result, expected, atol=1e-5), f"expected {np.round(expected, 3)}, got {np.round(result, 3)}")
+    require(
+        np.allclose(result, expected, atol=1e-5),
+        f"expected {np.round(expected, 3).tolist()}, got {np.round(result, 3).tolist()}: feed x to the "
+        "placeholder from the 'inputs' collection and restore every variable",
+    )
     return "found the input and output through their collections, and ran the restored model"
 
 
 def _save_unit_model(folder: str) -> str:
     """y = x @ W + b, trained on inputs in [0, 1]; the placeholder is 'x', the output 'y'."""
     with tf.Graph().as_default():
-        x = tf1.placeholder(tf.float32, [None, 3], name="x")
-        w = tf1.get_variable("w", initializer=_W)
-        b = tf1.get_variable("b", initializer=_B)
+        x = V1.placeholder(tf.float32, [None, 3], name="x")
+        w = V1.get_variable("w", initializer=_W2)
+        b = V1.get_variable("b", initializer=_B2)
         tf.add(tf.matmul(x, w), b, name="y")
-        saver = tf1.train.Saver()
-        with tf1.Session() as sess:
-            sess.run(tf1.global_variables_initializer())
+        saver = V1.train.Saver()
+        with V1.Session() as sess:
+            sess.run(V1.global_variables_initializer())
             saver.save(sess, os.path.join(folder, "unit"))
     return os.path.join(folder, "unit.meta")
+
+
+def _decoy_model() -> None:
+    """Another model already in the graph, under the look-alike scope 'net_old'.
+
+    Its weights are constants: with variables under 'net_old', import_meta_graph's own
+    Saver for an import under 'net' would be built for the wrong scope (a TensorFlow
+    behaviour helpers.metagraph.import_scoped works around, beyond this exercise).
+    """
+    with tf.name_scope("net_old"):
+        old_x = V1.placeholder(tf.float32, [None, 3], name="x")
+        tf.add(tf.matmul(old_x, tf.constant(np.full((3, 2), 9.0, np.float32))), 0.0, name="y")
 
 
 @exercise_check("02.2")
@@ -85,8 +123,10 @@ def check_import_with_new_input(import_with_new_input) -> str:
     raw_values = np.array([[255.0, 0.0, 51.0], [102.0, 204.0, 255.0]], np.float32)
     with tempfile.TemporaryDirectory() as folder:
         meta_path = _save_unit_model(folder)
+        before = _files(folder)
         with tf.Graph().as_default() as graph:
-            raw = tf1.placeholder(tf.float32, [None, 3], name="raw")
+            _decoy_model()
+            raw = V1.placeholder(tf.float32, [None, 3], name="raw")
             answer = import_with_new_input(meta_path, raw)
             require(
                 isinstance(answer, tuple) and len(answer) == 2,
@@ -102,9 +142,16 @@ def check_import_with_new_input(import_with_new_input) -> str:
                 y.name.startswith("net/"),
                 f"import under the scope 'net' (import_scope='net'); your output is named {y.name!r}",
             )
-            require(isinstance(saver, tf1.train.Saver), "the second item should be the Saver import_meta_graph returned")
-            with tf1.Session() as sess:
-                saver.restore(sess, meta_path[: -len(".meta")])
+            require(isinstance(saver, V1.train.Saver), "the second item should be the Saver import_meta_graph returned")
+            with V1.Session() as sess:
+                try:
+                    saver.restore(sess, meta_path[: -len(".meta")])
+                except (tf.errors.NotFoundError, tf.errors.InvalidArgumentError, ValueError):
+                    require(
+                        False,
+                        "your Saver cannot restore the model's checkpoint (saved without a scope) into "
+                        "net/: return the Saver that import_meta_graph returned, not a new one",
+                    )
                 try:
                     result = sess.run(y, {raw: raw_values})
                 except tf.errors.InvalidArgumentError:
@@ -113,97 +160,178 @@ def check_import_with_new_input(import_with_new_input) -> str:
                         "running the output needs a value for the old placeholder 'net/x': plug your "
                         "tensor in its place with input_map={'x:0': raw / 255.0}",
                     )
-    expected = raw_values / 255.0 @ _W + _B
+        after = _files(folder)
+    require(after == before, "your function changed the saved files: it should only read them")
+    expected = raw_values / 255.0 @ _W2 + _B2
     require(
-        not np.allclose(result, raw_values @ _W + _B, atol=1e-4),
+        not np.allclose(result, raw_values @ _W2 + _B2, atol=1e-4),
         "the model got the raw values: divide them by 255 before plugging them in",
     )
-    require(np.allclose(result, expected, atol=1e-5), f"expected {np.round(expected, 3)}, got {np.round(result, 3)}")
-    return "the saved model now reads raw / 255 through input_map, no placeholder to feed"
+    require(
+        np.allclose(result, expected, atol=1e-5),
+        f"expected {np.round(expected, 3).tolist()}, got {np.round(result, 3).tolist()}: "
+        "the model should read raw / 255.0 (a float division)",
+    )
+    return "the saved model reads raw / 255 through input_map under 'net', and its Saver restores it"
+
+
+def _restored_part():
+    """A restored part with two layers, a non-trainable scale, and distinct non-zero values."""
+    inputs = V1.placeholder(tf.float32, [None, 3], name="pixels")
+    with V1.variable_scope("encoder"):
+        w1 = V1.get_variable("kernel", initializer=_W1)
+        b1 = V1.get_variable("bias", initializer=_B1)
+        scale = V1.get_variable("scale", initializer=np.float32(1.5), trainable=False)
+        w2 = V1.get_variable("proj", initializer=np.concatenate([_W1, _W2], axis=1))
+        b2 = V1.get_variable("proj_bias", initializer=np.linspace(-1.0, 1.0, 5).astype(np.float32))
+        hidden = tf.nn.relu(tf.matmul(inputs, w1) + b1) * scale
+        features = tf.nn.relu(tf.matmul(hidden, w2) + b2, name="codes")
+    return inputs, features, [w1, b1, scale, w2, b2]
 
 
 @exercise_check("02.3")
 def check_add_frozen_head(add_frozen_head) -> str:
-    n_features, n_classes = 4, 3
-    with tf.Graph().as_default():
-        tf1.set_random_seed(0)
-        x = tf1.placeholder(tf.float32, [None, 2], name="x")
-        base_w = tf1.get_variable("base/kernel", shape=[2, n_features])
-        features = tf.nn.relu(tf.matmul(x, base_w), name="base/features")
-        base_vars = set(tf1.trainable_variables())
+    n_features, n_classes = 5, 3
+    with tf.Graph().as_default() as graph:
+        V1.set_random_seed(0)
+        inputs, features, restored = _restored_part()
+        known = set(V1.global_variables())
         logits = add_frozen_head(features, n_classes)
-        require(isinstance(logits, tf.Tensor), "add_frozen_head should return the logits tensor")
+        require(isinstance(logits, tf.Tensor) and logits.graph is graph, "add_frozen_head should return the logits tensor")
         require(
             logits.shape.as_list() == [None, n_classes],
             f"logits should have shape [None, {n_classes}], got {logits.shape.as_list()}",
         )
-        head_vars = [v for v in tf1.trainable_variables() if v not in base_vars]
+        head_vars = [v for v in V1.global_variables() if v not in known]
+        shapes = sorted(v.shape.as_list() for v in head_vars)
         require(
-            sorted(v.shape.as_list() for v in head_vars) == [[n_classes], [n_features, n_classes]],
-            "create exactly two new trainable variables, a kernel of shape "
-            f"[{n_features}, {n_classes}] and a bias of shape [{n_classes}]; found "
-            f"{[v.shape.as_list() for v in head_vars]}",
+            len(head_vars) == 2 and [n_classes] in shapes
+            and ([n_features, n_classes] in shapes or [n_classes, n_features] in shapes),
+            f"create exactly two new variables, a kernel [{n_features}, {n_classes}] (or "
+            f"[{n_classes}, {n_features}] with transpose_b=True) and a bias [{n_classes}]; found {shapes}",
         )
-        loss = tf.reduce_sum(logits)
+        kernel, bias = sorted(head_vars, key=lambda v: -len(v.shape))
         require(
-            tf.gradients(loss, [base_w])[0] is None,
-            "the restored part still gets a gradient: build the head on tf.stop_gradient(features)",
+            all(v in V1.trainable_variables() for v in head_vars),
+            "the head's variables should be trainable (leave trainable=True)",
+        )
+        loss = tf.reduce_sum(tf.square(logits))
+        reached = [v.op.name for v, g in zip(restored, tf.gradients(loss, restored)) if g is not None]
+        require(
+            not reached,
+            f"a gradient of the logits still reaches the restored variables {reached}: taking them out "
+            "of trainable_variables or var_list does not stop it; build the head on tf.stop_gradient(features)",
         )
         require(
             all(g is not None for g in tf.gradients(loss, head_vars)),
-            "the head's variables get no gradient: the logits must be computed from them",
+            "the head's kernel or bias gets no gradient: apply tf.stop_gradient to the features only, "
+            "and compute the logits from both head variables",
         )
-        kernel, bias = sorted(head_vars, key=lambda v: len(v.shape))[::-1]
-        with tf1.Session() as sess:
-            sess.run(tf1.global_variables_initializer())
-            points = np.array([[1.0, 2.0], [-1.0, 0.5]], np.float32)
-            got, feats, k, b = sess.run([logits, features, kernel, bias], {x: points})
-    require(np.allclose(got, feats @ k + b, atol=1e-5), "logits should be features @ kernel + bias")
-    return "the head trains, and no gradient reaches the restored features"
+        train = V1.train.GradientDescentOptimizer(0.01).minimize(loss)
+        points = np.array([[1.0, 2.0, 0.5], [-1.0, 0.5, 2.0]], np.float32)
+        with V1.Session() as sess:
+            sess.run(V1.global_variables_initializer())
+            sess.run(bias.assign(np.array([0.5, -1.0, 2.0], np.float32)))  # a bias that shows
+            got, feats, k, b = sess.run([logits, features, kernel, bias], {inputs: points})
+            restored_before = sess.run(restored)
+            head_before = sess.run(head_vars)
+            for _ in range(3):
+                sess.run(train, {inputs: points})
+            restored_after = sess.run(restored)
+            head_after = sess.run(head_vars)
+    k = k if list(k.shape) == [n_features, n_classes] else k.T
+    require(
+        np.allclose(got, feats @ k + b, atol=1e-4),
+        "the logits should be features @ kernel + bias, with no activation after them",
+    )
+    require(
+        all(np.array_equal(a, b) for a, b in zip(restored_before, restored_after)),
+        "training with minimize(loss) moved a restored variable",
+    )
+    require(
+        any(not np.array_equal(a, b) for a, b in zip(head_before, head_after)),
+        "training with minimize(loss) did not change the head",
+    )
+    return ("the logits are a dense layer on the features; no gradient reaches any of the five restored "
+            "variables, and minimize(loss) trains only the head")
 
 
 def _pretrained_keras_model() -> keras.Model:
+    """A functional model with names other than the chapter's and non-zero biases."""
     keras.utils.set_random_seed(0)
-    return keras.Sequential(
-        [
-            keras.Input((2,)),
-            keras.layers.Dense(6, activation="relu", name="features"),
-            keras.layers.Dense(5, name="old_head"),
-        ]
-    )
+    inputs = keras.Input((2,), name="signal")
+    hidden = keras.layers.Dense(6, activation="tanh", name="encoder")(inputs)
+    codes = keras.layers.Dense(4, activation="relu", name="mixer")(hidden)
+    outputs = keras.layers.Dense(5, name="readout")(codes)
+    model = keras.Model(inputs, outputs)
+    for layer in model.layers[1:]:
+        layer.bias.assign(np.linspace(0.1, 0.9, layer.bias.shape[0]).astype(np.float32))
+    return model
 
 
 @exercise_check("02.4")
-def check_head_on_frozen_base(head_on_frozen_base) -> str:
+def check_head_on_frozen_copy(head_on_frozen_copy) -> str:
     model = _pretrained_keras_model()
-    features = model.get_layer("features")
-    before = [w.numpy().copy() for w in features.weights]
-    new = head_on_frozen_base(model, "features", 3)
-    require(isinstance(new, keras.Model), "head_on_frozen_base should return a keras.Model")
+    cut, n_classes = "mixer", 3
+    original_values = [w.numpy().copy() for w in model.weights]
+    reference = keras.Model(model.inputs[0], model.get_layer(cut).output)
+    x = np.random.default_rng(0).normal(size=(8, 2)).astype(np.float32)
+    expected_codes = reference(x).numpy()
+    new = head_on_frozen_copy(model, cut, n_classes)
+    require(isinstance(new, keras.Model), f"head_on_frozen_copy should return a keras.Model, got {type(new).__name__}")
+    require(new is not model, "you returned the pretrained model itself: build a new one")
     require(
-        tuple(new.output_shape) == (None, 3),
-        f"the new model's output should have shape (None, 3), got {new.output_shape}",
+        all(layer.trainable for layer in model.layers),
+        "the pretrained model's layers are frozen now: your frozen part shares them. Freeze a copy "
+        "(keras.models.clone_model, then set_weights) and leave the original alone",
     )
+    require(
+        tuple(new.output_shape) == (None, n_classes),
+        f"the new model's output should have shape (None, {n_classes}), got {new.output_shape}",
+    )
+    shared = {id(v) for v in new.weights} & {id(v) for v in model.weights}
+    require(not shared, "the new model shares variables with the pretrained one: copy the layers, do not reuse them")
     trainable_shapes = sorted(tuple(w.shape) for w in new.trainable_weights)
     require(
-        trainable_shapes != [(3,), (5, 3)],
-        "the head sits on the old model's output: build it on model.get_layer('features').output",
+        trainable_shapes != [(n_classes,), (5, n_classes)],
+        f"the head sits on the old model's output: build it on the output of {cut!r}",
+    )
+    head_like = len(trainable_shapes) == 2 and trainable_shapes[0] == (n_classes,) and (
+        len(trainable_shapes[1]) == 2 and trainable_shapes[1][1] == n_classes)
+    require(
+        not head_like or trainable_shapes[1][0] == 4,
+        f"your head reads {trainable_shapes[1][0] if head_like else '?'} features, but {cut!r} outputs 4: "
+        "cut at model.get_layer(layer_name), not at a fixed position",
     )
     require(
-        trainable_shapes == [(3,), (6, 3)],
-        "only the new head should be trainable (a (6, 3) kernel and a (3,) bias); the trainable "
-        f"weights are {trainable_shapes}. Freeze the base with base.trainable = False",
+        trainable_shapes == [(n_classes,), (4, n_classes)],
+        f"only the new head should be trainable (a (4, {n_classes}) kernel and a ({n_classes},) bias); "
+        f"the trainable weights are {trainable_shapes}. Freeze the copied base with trainable = False",
     )
-    x = np.random.default_rng(0).normal(size=(8, 2)).astype(np.float32)
-    y = np.arange(8) % 3
-    new.compile(optimizer=keras.optimizers.SGD(0.1), loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    kernel, bias = sorted(new.trainable_weights, key=lambda w: -len(w.shape))
+    got = new(x).numpy()
+    require(
+        np.allclose(got, expected_codes @ kernel.numpy() + bias.numpy(), atol=1e-4),
+        f"the frozen part does not compute what the pretrained model computes up to {cut!r}: copy the "
+        "pretrained weights into it (set_weights(model.get_weights())), and cut at that layer",
+    )
+    new.compile(optimizer=keras.optimizers.SGD(0.1),
+                loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    frozen_before = [w.numpy().copy() for w in new.non_trainable_weights]
     head_before = [w.numpy().copy() for w in new.trainable_weights]
     for _ in range(3):
-        new.train_on_batch(x, y)
-    after = [w.numpy() for w in features.weights]
-    require(all(np.array_equal(a, b) for a, b in zip(before, after)), "training the new model moved the base's weights")
+        new.train_on_batch(x, np.arange(8) % n_classes)
+    require(
+        all(np.array_equal(a, w.numpy()) for a, w in zip(original_values, model.weights)),
+        "training the new model changed the pretrained model's weights",
+    )
+    require(
+        all(np.array_equal(a, w.numpy()) for a, w in zip(frozen_before, new.non_trainable_weights)),
+        "training moved the frozen part",
+    )
     require(
         any(not np.array_equal(a, w.numpy()) for a, w in zip(head_before, new.trainable_weights)),
         "training did not change the head: is it trainable?",
     )
-    return "only the new head trains; the base's weights did not move"
+    return ("the frozen copy computes the pretrained layers' outputs, only the head trains, and the "
+            "pretrained model is unchanged and still trainable")

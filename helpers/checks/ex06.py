@@ -2,7 +2,9 @@
 
 Each check builds its own model and checkpoints in a fresh temporary folder,
 calls the learner's function, and says what is wrong when the answer is not
-right.
+right. The fixtures have distinct non-zero values in every variable (biases
+and the optimizer's slots too), variable names other than the notebook's,
+and the checks verify that the source checkpoint is left as it was.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import os
 import tempfile
 from collections.abc import Callable
+from pathlib import Path
 
 import keras
 import numpy as np
@@ -17,7 +20,9 @@ import tensorflow as tf
 
 from helpers.checks import exercise_check, require
 
-__all__ = ["Net", "check_restore_hidden_layer", "check_restore_for_inference", "check_train_and_keep"]
+__all__ = ["Net", "check_restore_for_inference", "check_restore_hidden_layer", "check_train_and_keep"]
+
+X = np.array([[0.5, -1.0, 2.0], [-1.5, 0.25, -0.5], [1.0, 1.0, -2.0]], dtype=np.float32)
 
 
 class Net(keras.Model):
@@ -38,31 +43,51 @@ def _built_net(seed: int, with_out: bool = True) -> Net:
     keras.utils.set_random_seed(seed)
     net = Net(with_out=with_out)
     net(tf.ones((1, 3)))
+    for i, variable in enumerate(net.weights):  # distinct, non-zero biases too
+        variable.assign(variable + np.float32(0.1 * (i + 1)))
     return net
 
 
 def _train_checkpoint(folder: str, seed: int = 1) -> tuple[str, Net]:
-    """A checkpoint of a trained Net with its Adam optimizer, as the notebook writes it."""
+    """A checkpoint of a trained Net with its Adam optimizer (slots non-zero), as training writes it."""
+    keras.layers.Dense(1, name="an_unrelated_layer")  # so the variable names differ from the notebook's
     net, optimizer = _built_net(seed), keras.optimizers.Adam(0.05)
-    x = tf.constant(np.linspace(-1, 1, 12, dtype=np.float32).reshape(4, 3))
-    with tf.GradientTape() as tape:
-        loss = tf.reduce_mean((net(x) - 1.0) ** 2)
-    optimizer.apply_gradients(zip(tape.gradient(loss, net.trainable_variables), net.trainable_variables))
+    for _ in range(2):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean((net(X) - 1.0) ** 2)
+        optimizer.apply_gradients(zip(tape.gradient(loss, net.trainable_variables), net.trainable_variables))
     path = tf.train.Checkpoint(model=net, optimizer=optimizer).save(os.path.join(folder, "train", "ckpt"))
     return path, net
 
 
-@exercise_check("06.1")
+def _files(folder: str) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(Path(folder).rglob("*")) if p.is_file()}
+
+
+@exercise_check("06.3")
 def check_restore_hidden_layer(restore_hidden_layer: Callable[[str], keras.layers.Dense]) -> str:
     with tempfile.TemporaryDirectory() as folder:
         path, net = _train_checkpoint(folder)
-        layer = restore_hidden_layer(path)
+        before = _files(folder)
+        try:
+            layer = restore_hidden_layer(path)
+        except AssertionError as error:
+            require(
+                False,
+                "your function raised on a good checkpoint: it also holds the out layer and the optimizer, "
+                "which one layer does not use, so assert_consumed() fails. Use expect_partial() (after "
+                f"assert_existing_objects_matched(), once built). TensorFlow said: {str(error).splitlines()[0][:100]}",
+            )
         require(
             isinstance(layer, keras.layers.Dense),
             f"restore_hidden_layer should return a keras.layers.Dense, got {type(layer).__name__}",
         )
         if not layer.built:
-            layer(tf.ones((1, 3)))
+            try:
+                layer(tf.ones((1, 3)))
+            except ValueError as error:
+                require(False, "the returned layer cannot take the saved hidden layer's values when built for "
+                        f"3 inputs ({str(error).splitlines()[0][:120]}): make Dense(4)")
         require(
             tuple(layer.kernel.shape) == (3, 4),
             f"the layer's kernel has shape {tuple(layer.kernel.shape)}; the saved 'hidden' layer has (3, 4): "
@@ -71,68 +96,127 @@ def check_restore_hidden_layer(restore_hidden_layer: Callable[[str], keras.layer
         require(
             np.allclose(layer.kernel.numpy(), net.hidden.kernel.numpy())
             and np.allclose(layer.bias.numpy(), net.hidden.bias.numpy()),
-            "the layer does not hold the saved values of model.hidden. The checkpoint's root has an edge "
-            "'model', and the model an edge 'hidden': mirror both, e.g. "
+            "the layer does not hold the saved values of model.hidden (kernel and bias). The checkpoint's "
+            "root has an edge 'model', and the model an edge 'hidden': mirror both, e.g. "
             "tf.train.Checkpoint(model=tf.train.Checkpoint(hidden=layer)).",
         )
-    return "the standalone layer holds model.hidden's kernel and bias"
+        require(
+            np.allclose(layer(X).numpy(), net.hidden(X).numpy(), atol=1e-6),
+            "the layer holds the right values but answers differently from the saved hidden layer: "
+            "the exercise asks for Dense(4, activation=\"relu\")",
+        )
+        require(_files(folder) == before, "your function changed the checkpoint's files: only read them")
+    return "the returned Dense(4, relu) holds model.hidden's saved kernel and bias; the file is unchanged"
 
 
 @exercise_check("06.2")
 def check_restore_for_inference(restore_for_inference: Callable) -> str:
     with tempfile.TemporaryDirectory() as folder:
         path, net = _train_checkpoint(folder)
-        x = tf.constant([[0.5, -1.0, 2.0]])
+        before = _files(folder)
+        made = []
+
+        def make_model() -> Net:
+            made.append(_built_net(seed=7))
+            return made[-1]
+
         try:
-            model = restore_for_inference(path, lambda: _built_net(seed=7))
+            model = restore_for_inference(path, make_model)
         except AssertionError as error:
             require(
                 False,
-                "your function raised on a good checkpoint (it also holds the optimizer's values, which "
-                "inference does not need): use assert_existing_objects_matched(), not assert_consumed(). "
-                f"TensorFlow said: {str(error).splitlines()[0][:120]}",
+                "your function raised on a good training checkpoint (it also holds the optimizer's values, "
+                "which inference does not need): use assert_existing_objects_matched(), not "
+                f"assert_consumed(). TensorFlow said: {str(error).splitlines()[0][:120]}",
             )
-        require(model is not None, "restore_for_inference should return the restored model")
+        require(len(made) == 1 and model is made[0],
+                "restore_for_inference should call make_model() once and return that model, restored")
         require(
-            np.allclose(model(x).numpy(), net(x).numpy()),
-            "the returned model does not answer like the saved one: restore the checkpoint into it "
-            "with tf.train.Checkpoint(model=model).restore(ckpt_path)",
+            all(np.allclose(a.numpy(), b.numpy()) for a, b in zip(model.weights, net.weights))
+            and np.allclose(model(X).numpy(), net(X).numpy()),
+            "the returned model does not hold the saved values (every kernel and bias): restore the "
+            "checkpoint into it with tf.train.Checkpoint(model=model).restore(ckpt_path)",
         )
-        bad = tf.train.Checkpoint(model=_built_net(seed=3, with_out=False)).save(os.path.join(folder, "bad", "ckpt"))
-        try:
-            restore_for_inference(bad, lambda: _built_net(seed=7))
-        except AssertionError:
-            pass
-        else:
+        require(_files(folder) == before, "your function changed the checkpoint's files: only read them")
+
+        no_out = tf.train.Checkpoint(model=_built_net(seed=3, with_out=False)).save(os.path.join(folder, "a", "ckpt"))
+        other_edge = tf.train.Checkpoint(net=_built_net(seed=4)).save(os.path.join(folder, "b", "ckpt"))
+        for bad, what in ((no_out, "without the 'out' layer"), (other_edge, "saved under the edge 'net'")):
+            try:
+                restore_for_inference(bad, make_model)
+            except Exception:  # noqa: BLE001 - the prompt asks for an error, of any type
+                continue
             require(
                 False,
-                "a checkpoint without the 'out' layer was accepted silently: the model's out layer kept its "
-                "random values. Call status.assert_existing_objects_matched() so that a mismatch raises.",
+                f"a checkpoint {what} was accepted silently, leaving some of the model's variables with "
+                "their random values. Call status.assert_existing_objects_matched() so that it raises "
+                "(assert_nontrivial_match() is satisfied by the save counter alone).",
             )
-    return "a good checkpoint restores (optimizer values ignored), a mismatched one raises"
+    return ("a training checkpoint restores every variable (optimizer values ignored); two checkpoints "
+            "that leave variables unset raise")
 
 
-@exercise_check("06.3")
+def _saved_step(directory: str) -> int | None:
+    """The counter held by the latest checkpoint in ``directory``, or None when there is none."""
+    latest = tf.train.latest_checkpoint(directory) if os.path.isdir(directory) else None
+    if latest is None:
+        return None
+    return int(tf.train.load_checkpoint(latest).get_tensor("counter/.ATTRIBUTES/VARIABLE_VALUE"))
+
+
+@exercise_check("06.1")
 def check_train_and_keep(train_and_keep: Callable) -> str:
-    with tempfile.TemporaryDirectory() as folder:
-        counter = tf.Variable(0)
-        checkpoint = tf.train.Checkpoint(counter=counter)
-        directory = os.path.join(folder, "managed")
-        latest = train_and_keep(lambda: counter.assign_add(1), checkpoint, directory, 5, 2)
-        require(os.path.isdir(directory), f"nothing was written in the directory {directory!r}")
-        kept = sorted(name for name in os.listdir(directory) if name.endswith(".index"))
-        require(
-            len(kept) == 2,
-            f"the directory holds {len(kept)} checkpoint(s) ({', '.join(kept)}); keep={2} should leave "
-            "exactly 2: use tf.train.CheckpointManager(checkpoint, directory, max_to_keep=keep)",
-        )
-        require(
-            latest == tf.train.latest_checkpoint(directory),
-            f"train_and_keep returned {latest!r}, but the latest checkpoint is "
-            f"{tf.train.latest_checkpoint(directory)!r}: return manager.latest_checkpoint (or the last save)",
-        )
-        require(counter.numpy() == 5, f"step_fn should run 5 times; the counter is at {counter.numpy()}")
-        check = tf.Variable(0)
-        tf.train.Checkpoint(counter=check).restore(latest).assert_consumed()
-        require(check.numpy() == 5, f"the latest checkpoint holds counter={check.numpy()}, expected 5: save after each step")
-    return "5 steps, a checkpoint after each, the newest 2 kept, latest returned"
+    for steps, keep in ((6, 2), (4, 3)):
+        with tempfile.TemporaryDirectory() as folder:
+            counter = tf.Variable(0, dtype=tf.int64)
+            weights = tf.Variable([0.5, -1.5, 2.5])
+            checkpoint = tf.train.Checkpoint(counter=counter, weights=weights)
+
+            directory = os.path.join(folder, "run 1")
+            unsaved: list[int] = []
+
+            def step_fn() -> None:
+                done = int(counter.numpy())
+                if done and _saved_step(directory) != done:  # was the previous step saved?
+                    unsaved.append(done)
+                counter.assign_add(1)
+                weights.assign(weights * 2.0)
+
+            latest = train_and_keep(step_fn, checkpoint, directory, steps, keep)
+            require(os.path.isdir(directory), "nothing was written in the directory passed as `directory`")
+            require(int(counter.numpy()) == steps,
+                    f"step_fn should run {steps} times (steps={steps}); it ran {int(counter.numpy())} times")
+            require(not unsaved, f"no checkpoint was saved after step(s) {unsaved} (when step_fn was called "
+                    "again, the latest checkpoint held an older step): save after every call of step_fn()")
+            kept = sorted(name[: -len(".index")] for name in os.listdir(directory) if name.endswith(".index"))
+            require(
+                len(kept) == keep,
+                f"with steps={steps} and keep={keep}, the directory holds {len(kept)} checkpoint(s) "
+                f"({', '.join(kept)}); it should hold exactly {keep}: "
+                "tf.train.CheckpointManager(checkpoint, directory, max_to_keep=keep)",
+            )
+            require(latest is not None and isinstance(latest, (str, os.PathLike)),
+                    f"train_and_keep should return the latest checkpoint's path, got {latest!r}")
+            newest = tf.train.latest_checkpoint(directory)
+            require(
+                os.path.normpath(os.fspath(latest)) == os.path.normpath(newest or ""),
+                f"train_and_keep returned {os.path.basename(os.fspath(latest))!r}, but the latest checkpoint "
+                f"is {os.path.basename(newest or '')!r}: return manager.latest_checkpoint (or the last save)",
+            )
+            for name in kept:
+                reader = tf.train.load_checkpoint(os.path.join(directory, name))
+                held = int(reader.get_tensor("counter/.ATTRIBUTES/VARIABLE_VALUE"))
+                values = reader.get_tensor("weights/.ATTRIBUTES/VARIABLE_VALUE")
+                require(
+                    np.allclose(values, np.array([0.5, -1.5, 2.5]) * 2.0**held),
+                    f"checkpoint {name} holds weights that do not belong to its step: save the whole checkpoint",
+                )
+            steps_held = sorted(int(tf.train.load_checkpoint(os.path.join(directory, name))
+                                    .get_tensor("counter/.ATTRIBUTES/VARIABLE_VALUE")) for name in kept)
+            require(
+                steps_held == list(range(steps - keep + 1, steps + 1)),
+                f"the kept checkpoints hold steps {steps_held}; after each of {steps} steps a save should "
+                f"leave steps {list(range(steps - keep + 1, steps + 1))}: save after calling step_fn()",
+            )
+    return ("with (steps, keep) = (6, 2) and (4, 3): a checkpoint after every step, the newest `keep` "
+            "kept, and the latest one returned")

@@ -1,0 +1,247 @@
+"""Checks for notebook 08 (Keras 3's own files).
+
+Each check builds its own models and files in a fresh temporary folder, calls
+the learner's code, and says what is wrong when the answer is not right.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+import warnings
+from collections.abc import Callable
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from helpers.checks import exercise_check, require
+from helpers.errors import first_line
+from helpers.keras_files import NotAKerasFileError, describe_keras_file, missing_from_file
+
+__all__ = ["check_clip", "check_load_body", "check_make_checkpoint_callback", "check_normalizer"]
+
+_X = np.linspace(-1.0, 1.0, 48, dtype=np.float32).reshape(16, 3)
+_Y = np.stack([_X.sum(axis=1), _X[:, 0] - _X[:, 2]], axis=1)
+
+
+def _numbers(name: str) -> list[int]:
+    return [int(part) for part in re.findall(r"\d+", name)]
+
+
+# --------------------------------------------------------------------------- 08.1
+
+
+@exercise_check("08.1")
+def check_make_checkpoint_callback(make_checkpoint_callback: Callable[[str], keras.callbacks.Callback]) -> str:
+    epochs = 4
+    with tempfile.TemporaryDirectory() as root:
+        folder = os.path.join(root, "run [1]", "weights")
+        callback = make_checkpoint_callback(folder)
+        require(
+            isinstance(callback, keras.callbacks.ModelCheckpoint),
+            f"make_checkpoint_callback should return a keras.callbacks.ModelCheckpoint, got {type(callback).__name__}",
+        )
+        keras.utils.set_random_seed(3)
+        model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(5, name="enc"),
+                                  keras.layers.BatchNormalization(name="enc_bn"), keras.layers.Dense(2, name="dec")])
+        model.compile(keras.optimizers.SGD(0.05), "mse")
+        model.fit(_X, _Y, epochs=epochs, batch_size=8, verbose=0, callbacks=[callback])
+        outside = sorted(set(os.listdir(root)) - {"run [1]"})
+        require(not outside, f"files were written outside the folder: {outside}. Put the file name inside `folder` "
+                             "with os.path.join(folder, ...).")
+        require(os.path.isdir(folder) and os.listdir(folder),
+                f"nothing was written in the folder {os.path.relpath(folder, root)!r}: the filepath must start with "
+                "the folder you were given")
+        names = sorted(os.listdir(folder))
+        require(
+            all(name.endswith(".weights.h5") for name in names),
+            f"the folder holds {names}: these are whole models, not weights. Pass save_weights_only=True with a "
+            "name ending in .weights.h5.",
+        )
+        for name in names:
+            try:
+                describe_keras_file(os.path.join(folder, name))
+            except NotAKerasFileError:
+                require(False, f"{name!r} is a legacy whole-model HDF5 file, not Keras weights: a .weights.h5 name "
+                               "alone is not enough, also pass save_weights_only=True")
+        require(
+            len(names) == epochs,
+            f"{epochs} epochs wrote {len(names)} file(s) ({', '.join(names)}): put the epoch number in the name, "
+            "e.g. 'model-{epoch:02d}.weights.h5', and save every epoch (no save_best_only)",
+        )
+        for epoch in range(1, epochs + 1):
+            require(any(epoch in _numbers(name) for name in names),
+                    f"no file name carries the epoch number {epoch}: use '{{epoch}}' in the file name")
+        last = next(name for name in names if epochs in _numbers(name))
+        copy = keras.models.clone_model(model)
+        copy.load_weights(os.path.join(folder, last))
+        require(
+            np.allclose(copy.predict(_X, verbose=0), model.predict(_X, verbose=0), atol=1e-6),
+            f"{last!r} does not hold the weights after the last epoch: save after every epoch (save_freq='epoch')",
+        )
+    return f"{epochs} epochs wrote {epochs} weights-only files numbered by epoch; the last one holds the trained model"
+
+
+# --------------------------------------------------------------------------- 08.2
+
+
+@exercise_check("08.2")
+def check_normalizer(normalizer_class: type) -> str:
+    features = 5
+    layer = normalizer_class(name="norm_10")
+    layer.build((None, features))  # runs your build()
+    model = keras.Sequential([keras.Input((features,)), layer])
+    for attribute in ("gain", "mean", "count"):
+        require(hasattr(layer, attribute), f"build() should create self.{attribute}")
+    tracked = {id(v) for v in layer.weights}
+    untracked = [a for a in ("gain", "mean", "count")
+                 if not isinstance(getattr(layer, a), keras.Variable) or id(getattr(layer, a)) not in tracked]
+    require(not untracked, f"{', '.join(untracked)} {'is' if len(untracked) == 1 else 'are'} not among the layer's "
+                           "weights, so save_weights would drop it: make every variable with self.add_weight(...)")
+    require([id(v) for v in layer.trainable_weights] == [id(layer.gain)],
+            "only gain should be trainable: pass trainable=False to add_weight for mean and count")
+    require(tuple(layer.gain.shape) == (features,) and tuple(layer.mean.shape) == (features,),
+            f"gain and mean need one value per feature, shape (features,); got {tuple(layer.gain.shape)} and "
+            f"{tuple(layer.mean.shape)}")
+    require(tuple(layer.count.shape) == () and layer.count.dtype == "int64",
+            f"count should be a scalar of dtype int64 (shape=(), dtype='int64'); got shape {tuple(layer.count.shape)}, "
+            f"dtype {layer.count.dtype}")
+    require(np.all(layer.gain.numpy() == 1) and np.all(layer.mean.numpy() == 0) and int(layer.count.numpy()) == 0,
+            "gain should start at 1 (initializer='ones'), mean and count at 0 (initializer='zeros')")
+    rng = np.random.default_rng(8)
+    layer.gain.assign(rng.uniform(0.5, 2.0, features).astype("float32"))
+    for _ in range(3):
+        layer.update(tf.constant(rng.normal(size=(4, features)), tf.float32))
+    x = tf.constant(rng.normal(size=(2, features)), tf.float32)
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "norm state.weights.h5")
+        model.save_weights(path)
+        fresh = normalizer_class(name="norm_1")
+        fresh.build((None, features))
+        copy = keras.Sequential([keras.Input((features,)), fresh])
+        copy.load_weights(path)
+        missing = missing_from_file(model, path)
+    got = copy.layers[0]
+    for attribute in ("gain", "mean", "count"):
+        require(np.array_equal(getattr(got, attribute).numpy(), getattr(layer, attribute).numpy()),
+                f"{attribute} did not come back from save_weights/load_weights")
+    require(not missing, f"the file misses {missing}: every piece of state must be a weight made with add_weight")
+    require(np.allclose(copy(x).numpy(), model(x).numpy()), "the reloaded layer answers differently from the saved one")
+    return "gain (trainable), mean and count (non-trainable, int64 count) are weights, and all three survive a file"
+
+
+# --------------------------------------------------------------------------- 08.3
+
+
+def _stack(widths: tuple[int, ...], names: tuple[str, ...]) -> keras.Sequential:
+    layers = [keras.Input((6,))]
+    for width, name in zip(widths, names):
+        layers.append(keras.layers.Dense(width, name=name))
+        if name.endswith("_1"):
+            layers.append(keras.layers.BatchNormalization(name=name + "_bn"))
+    return keras.Sequential(layers)
+
+
+def _distinct_values(model: keras.Model, offset: float) -> None:
+    """Give every variable non-zero values no initializer would produce."""
+    for i, variable in enumerate(model.weights):
+        size = int(np.prod(variable.shape))
+        values = offset + 0.1 * (i + 1) + 0.01 * np.arange(size, dtype="float32")
+        variable.assign(values.reshape(variable.shape))
+
+
+@exercise_check("08.3")
+def check_load_body(load_body: Callable[[keras.Model, str], list[str]]) -> str:
+    names = ("trunk_1", "trunk_10", "head")
+    cases = [
+        ("a new head", (5, 4, 2), (5, 4, 3)),
+        ("a wider middle layer", (5, 4, 2), (5, 7, 2)),
+        ("an unchanged model", (5, 4, 2), (5, 4, 2)),
+    ]
+    with tempfile.TemporaryDirectory() as folder:
+        for label, saved_widths, new_widths in cases:
+            saved = _stack(saved_widths, names)
+            _distinct_values(saved, 1.0)
+            path = os.path.join(folder, f"{label}.weights.h5")
+            saved.save_weights(path)
+            target = _stack(new_widths, names)
+            _distinct_values(target, -5.0)
+            before = [v.numpy().copy() for v in target.weights]
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")  # skip_mismatch warns, with every value; the check reports instead
+                    result = load_body(target, path)
+            except ValueError as error:
+                require(False, f"for {label}, your function raised: {first_line(error)[:120]}. Load with "
+                               "load_weights(..., skip_mismatch=True) so that changed shapes are skipped.")
+            require(isinstance(result, (list, tuple, set)),
+                    f"load_body should return a list of variable paths; got {type(result).__name__}")
+            reported = sorted(result)
+            saved_shapes = {v.path.split("/")[-2]: [] for v in target.weights}
+            for v, s in zip(target.weights, saved.weights):
+                saved_shapes[v.path.split("/")[-2]].append(tuple(v.shape) == tuple(s.shape))
+            # Keras skips a whole layer when any of its weights changed shape
+            expected = sorted(v.path for v in target.weights if not all(saved_shapes[v.path.split("/")[-2]]))
+            not_loaded = sorted(v.path for v, s in zip(target.weights, saved.weights)
+                                if v.path not in expected and not np.array_equal(v.numpy(), s.numpy()))
+            require(not not_loaded, f"for {label}, weights that fit were not loaded from the file: {not_loaded}")
+            changed = sorted(v.path for v, b in zip(target.weights, before)
+                             if v.path in expected and not np.array_equal(v.numpy(), b))
+            require(not changed, f"for {label}, weights that do not fit should keep their values: {changed} changed")
+            paths = sorted(v.path for v in target.weights)
+            require(
+                all(isinstance(item, str) for item in reported) and set(reported) <= set(paths),
+                f"for {label}, return the variables' paths (variable.path, e.g. {paths[0]!r}); got {reported[:3]}",
+            )
+            require(reported == expected,
+                    f"for {label}, you reported {reported}, but the weights not loaded are {expected}"
+                    + (" (report nothing when everything fits)" if not expected else ""))
+    return "for a new head, a wider middle layer and an unchanged model: what fits is loaded, the rest is reported"
+
+
+# --------------------------------------------------------------------------- 08.4
+
+
+@exercise_check("08.4")
+def check_clip(clip_class: type) -> str:
+    bounds = np.array([-0.5, 0.75], dtype="float32")
+    keras.utils.set_random_seed(5)
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(4, name="pre"),
+                              clip_class(bounds, name="clip_7"), keras.layers.Dense(1, name="post")])
+    x = np.linspace(-2.0, 2.0, 12, dtype=np.float32).reshape(3, 4)
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "clipped model [v1].keras")
+        try:
+            model.save(path)
+        except NotImplementedError as error:
+            if "get_config" not in str(error):
+                raise  # the untouched stub
+            require(False, "saving failed: Keras cannot record a NumPy array by itself. Write get_config() "
+                           "returning the base config plus 'bounds' (self.bounds.tolist()).")
+        except (TypeError, ValueError) as error:
+            require(False, f"saving failed: {first_line(error)[:120]}. get_config must return a dict of plain "
+                           "data: turn the array into a list with .tolist().")
+        registered = keras.saving.get_registered_name(clip_class)
+        require(
+            registered.startswith("exercises>"),
+            f"the class is registered as {registered!r}: register it with "
+            "keras.saving.register_keras_serializable(package=\"exercises\")",
+        )
+        try:
+            loaded = keras.saving.load_model(path)
+        except (TypeError, ValueError) as error:
+            require(False, f"load_model failed: {first_line(error)[:100]}... get_config must return plain data "
+                           "(lists, numbers, strings) under the constructor's argument names: the base config "
+                           "plus 'bounds' as a list.")
+    layer = loaded.layers[1]
+    require(type(layer) is clip_class, f"the loaded layer is a {type(layer).__name__}, not your class: "
+                                       "run the cell that defines and registers it again")
+    require(layer.name == "clip_7", f"the loaded layer is called {layer.name!r}, not 'clip_7': start get_config "
+                                    "from super().get_config(), which holds the name")
+    require(np.array_equal(np.asarray(layer.bounds, dtype="float32"), bounds),
+            f"the loaded layer's bounds are {np.asarray(layer.bounds)}, expected {bounds}")
+    require(np.allclose(loaded.predict(x, verbose=0), model.predict(x, verbose=0)),
+            "the loaded model answers differently from the saved one")
+    return "registered in 'exercises'; saved to .keras and loaded without custom_objects, its name and bounds kept"

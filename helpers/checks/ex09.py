@@ -1,0 +1,380 @@
+"""Checks for notebook 09 (SavedModel and export).
+
+Each check writes its own SavedModels and models in a fresh temporary folder,
+with names other than the notebook's, calls the learner's function, and says
+what is wrong when the answer is not right.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from collections.abc import Callable
+from typing import Any
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from helpers.checks import exercise_check, require
+
+V1 = tf.compat.v1
+
+__all__ = [
+    "check_call_serving_default",
+    "check_run_tf1_signature",
+    "check_export_for_serving",
+    "check_frozen_base_with_head",
+    "check_shares_variables",
+]
+
+
+def _folder_digest(folder: str) -> str:
+    digest = hashlib.sha256()
+    for root, dirs, files in os.walk(folder):
+        dirs.sort()
+        for name in sorted(files):
+            path = os.path.join(root, name)
+            digest.update(os.path.relpath(path, folder).encode())
+            with open(path, "rb") as file:
+                digest.update(file.read())
+    return digest.hexdigest()
+
+
+# --------------------------------------------------------------------------- 09.1
+
+
+class _Affine(tf.Module):
+    """y = x @ w + b, with a non-trainable offset; its signature's keys are chosen by the check."""
+
+    def __init__(self, n_in: int, n_out: int, seed: int) -> None:
+        super().__init__()
+        rng = np.random.default_rng(seed)
+        self.w = tf.Variable(rng.normal(size=(n_in, n_out)).astype("float32"), name="w")
+        self.b = tf.Variable(rng.uniform(0.5, 1.5, size=(n_out,)).astype("float32"), name="b")
+        self.offset = tf.Variable(0.25, trainable=False, name="offset")
+
+    def answer(self, x):
+        return tf.matmul(x, self.w) + self.b + self.offset
+
+
+def _affine_saved_model(folder: str, seed: int, input_key: str, output_key: str, n_in: int = 3) -> _Affine:
+    module = _Affine(n_in, 2, seed)
+    serve = tf.function(lambda x: {output_key: module.answer(x)}).get_concrete_function(
+        tf.TensorSpec([None, n_in], tf.float32, name=input_key)
+    )
+    zeros = tf.function(lambda x: {"other": 0.0 * module.answer(x)}).get_concrete_function(
+        tf.TensorSpec([None, n_in], tf.float32, name="x")
+    )
+    tf.saved_model.save(module, folder, signatures={"serving_default": serve, "zeros": zeros})
+    return module
+
+
+@exercise_check("09.1")
+def check_call_serving_default(call_serving_default: Callable[[str, np.ndarray], np.ndarray]) -> str:
+    cases = [("measurements", "probability", 3), ("x_in", "output_0", 4)]
+    with tempfile.TemporaryDirectory() as scratch:
+        for seed, (input_key, output_key, n_in) in enumerate(cases, start=1):
+            folder = os.path.join(scratch, f"exported_{seed}")
+            module = _affine_saved_model(folder, seed, input_key, output_key, n_in)
+            batch = np.linspace(-1.0, 1.0, 2 * n_in).reshape(2, n_in)  # float64, as NumPy makes it
+            expected = module.answer(tf.constant(batch, tf.float32)).numpy()
+            before = _folder_digest(folder)
+            result = call_serving_default(folder, batch)
+            if isinstance(result, dict):
+                require(
+                    False,
+                    f"call_serving_default returned a dict ({sorted(result)}); return the one output's value, "
+                    f"result[{output_key!r}], as a NumPy array",
+                )
+            require(
+                isinstance(result, np.ndarray),
+                f"call_serving_default returned a {type(result).__name__}; return a NumPy array "
+                "(a tensor's .numpy())",
+            )
+            require(
+                result.shape == expected.shape and np.allclose(result, expected, atol=1e-5),
+                f"for the SavedModel with input {input_key!r} and output {output_key!r}, you returned values "
+                f"of shape {result.shape} that are not the serving_default signature's answer: call "
+                "loaded.signatures['serving_default'], not another signature or a zero-filled one",
+            )
+            require(
+                _folder_digest(folder) == before,
+                "the SavedModel folder changed: your function should only load it and call it",
+            )
+    return "serving_default of two SavedModels with other keys; folders unchanged"
+
+
+# --------------------------------------------------------------------------- 09.2
+
+
+def _tf1_saved_model(folder: str) -> dict:
+    """A TF1 SavedModel with two meta graphs whose serving_default signatures name their outputs differently.
+
+    Returns the expected outputs per tag-set for the feeds the check uses.
+    """
+    kernel = np.arange(1, 7, dtype="float32").reshape(3, 2) / 4.0
+    bias = np.array([0.5, -1.5], dtype="float32")
+    with tf.Graph().as_default():
+        with V1.variable_scope("net"):
+            x = V1.placeholder(tf.float32, [None, 3], name="x")
+            scale = V1.placeholder(tf.float32, [], name="scale")
+            w = V1.get_variable("w", initializer=kernel)
+            b = V1.get_variable("b", initializer=bias)
+            logits = tf.identity(scale * tf.matmul(x, w) + b, name="logits")
+            probs = tf.nn.softmax(logits, name="probs")
+        with V1.Session() as sess:
+            sess.run(V1.global_variables_initializer())
+            builder = V1.saved_model.Builder(folder)
+            serve = V1.saved_model.predict_signature_def(
+                {"pixels": x, "scale": scale}, {"scores": logits, "probabilities": probs})
+            edge = V1.saved_model.predict_signature_def(
+                {"pixels": x, "scale": scale}, {"score_1": logits, "score_10": probs})
+            builder.add_meta_graph_and_variables(sess, ["serve"], signature_def_map={"serving_default": serve})
+            builder.add_meta_graph(["serve", "edge"], signature_def_map={"serving_default": edge})
+            builder.save()
+    batch = np.array([[1.0, -2.0, 0.5], [0.0, 1.5, 2.0]], dtype="float32")
+    answer = 2.0 * batch @ kernel + bias
+    soft = np.exp(answer - answer.max(axis=1, keepdims=True))
+    soft /= soft.sum(axis=1, keepdims=True)
+    return {
+        ("serve",): ({"pixels": batch, "scale": np.float32(2.0)}, {"scores": answer, "probabilities": soft}),
+        ("serve", "edge"): ({"pixels": batch, "scale": np.float32(2.0)}, {"score_1": answer, "score_10": soft}),
+    }
+
+
+@exercise_check("09.2")
+def check_run_tf1_signature(run_tf1_signature: Callable[[str, list, dict], dict]) -> str:
+    with tempfile.TemporaryDirectory() as scratch:
+        folder = os.path.join(scratch, "tf1_net")
+        cases = _tf1_saved_model(folder)
+        before = _folder_digest(folder)
+        for tags, (feeds, expected) in cases.items():
+            result = run_tf1_signature(folder, list(tags), dict(feeds))
+            require(
+                isinstance(result, dict),
+                f"run_tf1_signature returned a {type(result).__name__}; return a dict from each output key "
+                f"of the signature to its value (for tags {list(tags)}: {sorted(expected)})",
+            )
+            require(
+                sorted(result) == sorted(expected),
+                f"for the tag-set {list(tags)} you returned the keys {sorted(result)}; the serving_default "
+                f"signature of that meta graph has the output keys {sorted(expected)}. Load the meta graph "
+                "with the tags you were given, and key the result by signature.outputs' keys",
+            )
+            for key, value in expected.items():
+                got = np.asarray(result[key])
+                require(
+                    got.shape == value.shape and np.allclose(got, value, atol=1e-5),
+                    f"for the tag-set {list(tags)}, the output {key!r} does not hold the signature's value: "
+                    "fetch signature.outputs[key].name with every input of signature.inputs fed",
+                )
+        require(_folder_digest(folder) == before, "the SavedModel folder changed: only load it and run it")
+    return "both tag-sets ('serve'; 'serve', 'edge') ran, every output key returned"
+
+
+# --------------------------------------------------------------------------- 09.3
+
+
+def _keras_model(n_features: int, seed: int) -> keras.Model:
+    keras.utils.set_random_seed(seed)
+    inputs = keras.Input((n_features,), name="raw")
+    hidden = keras.layers.Dense(4, activation="tanh", bias_initializer="ones", name="body")(inputs)
+    outputs = keras.layers.Dense(3, bias_initializer=keras.initializers.Constant(0.5), name="probs")(hidden)
+    return keras.Model(inputs, outputs)
+
+
+@exercise_check("09.3")
+def check_export_for_serving(export_for_serving: Callable[[keras.Model, str, int], Any]) -> str:
+    with tempfile.TemporaryDirectory() as scratch:
+        for n_features, seed in ((5, 11), (2, 12)):
+            model = _keras_model(n_features, seed)
+            weights = [w.numpy().copy() for w in model.weights]
+            folder = os.path.join(scratch, f"serving_{n_features}")
+            export_for_serving(model, folder, n_features)
+            require(
+                os.path.isfile(os.path.join(folder, "saved_model.pb")),
+                f"no saved_model.pb in the folder you were given: write the SavedModel into path itself "
+                f"(for the model with {n_features} inputs)",
+            )
+            loaded = tf.saved_model.load(folder)
+            require(
+                "serving_default" in loaded.signatures,
+                f"the SavedModel has the signatures {sorted(loaded.signatures)} but no 'serving_default': "
+                "name the endpoint (or the signature) serving_default",
+            )
+            signature = loaded.signatures["serving_default"]
+            inputs = signature.structured_input_signature[1]
+            require(
+                sorted(inputs) == ["features"],
+                f"serving_default takes the input key(s) {sorted(inputs)}; it must take exactly one, 'features'. "
+                "model.export and tf.saved_model.save choose the names themselves: give the TensorSpec "
+                "name='features' (or the function's argument that name)",
+            )
+            spec = inputs["features"]
+            require(
+                spec.dtype == tf.float32,
+                f"the input 'features' is {spec.dtype.name}; it must be float32",
+            )
+            require(
+                tuple(spec.shape.as_list()) == (None, n_features),
+                f"the input 'features' has shape {tuple(spec.shape.as_list())}; for a model with {n_features} "
+                f"inputs it must be (None, {n_features}): a batch of any size, and use n_features",
+            )
+            outputs = signature.structured_outputs
+            require(
+                isinstance(outputs, dict) and sorted(outputs) == ["scores"],
+                f"serving_default returns the output key(s) {sorted(outputs) if isinstance(outputs, dict) else outputs}; "
+                "it must return exactly one, 'scores': return the dict {'scores': model(features)}",
+            )
+            batch = np.linspace(-2.0, 2.0, 3 * n_features, dtype="float32").reshape(3, n_features)
+            answer = signature(features=tf.constant(batch))["scores"].numpy()
+            require(
+                np.allclose(answer, model(batch).numpy(), atol=1e-5),
+                "the 'scores' output does not match the model's answer on the same batch",
+            )
+            require(
+                all(np.array_equal(old, w.numpy()) for old, w in zip(weights, model.weights)),
+                "the model's weights changed while exporting: export it as it is, without training or resetting it",
+            )
+    return "in 'features' (float32, (None, n)), out 'scores' = model(x); n = 5 and 2"
+
+
+# --------------------------------------------------------------------------- 09.4
+
+
+def _base_saved_model(folder: str, n_inputs: int, endpoint: str) -> keras.Model:
+    keras.utils.set_random_seed(21)
+    inputs = keras.Input((n_inputs,), name="signal")
+    first = keras.layers.Dense(5, activation="relu", bias_initializer=keras.initializers.Constant(0.3), name="enc_1")
+    second = keras.layers.Dense(3, bias_initializer=keras.initializers.Constant(-0.2), name="enc_10")
+    base = keras.Model(inputs, second(first(inputs)))
+    archive = keras.export.ExportArchive()
+    archive.track(base)
+    archive.add_endpoint(endpoint, base, input_signature=[tf.TensorSpec([None, n_inputs], tf.float32, name="signal")])
+    archive.add_endpoint("serve", lambda signal: 0.0 * base(signal),
+                         input_signature=[tf.TensorSpec([None, n_inputs], tf.float32, name="signal")])
+    archive.write_out(folder, verbose=False)
+    return base
+
+
+@exercise_check("09.4")
+def check_frozen_base_with_head(frozen_base_with_head: Callable[[str, str, int, int], keras.Model]) -> str:
+    n_inputs, units, endpoint = 4, 2, "encode"
+    with tempfile.TemporaryDirectory() as scratch:
+        folder = os.path.join(scratch, "encoder")
+        original = _base_saved_model(folder, n_inputs, endpoint)
+        model = frozen_base_with_head(folder, endpoint, n_inputs, units)
+        require(isinstance(model, keras.Model), f"frozen_base_with_head should return a keras.Model, got {type(model).__name__}")
+        bases = [layer for layer in model.layers if isinstance(layer, keras.layers.TFSMLayer)]
+        require(len(bases) == 1, f"the model should hold one keras.layers.TFSMLayer for the SavedModel; it holds {len(bases)}")
+        base = bases[0]
+        require(
+            base.call_endpoint == endpoint,
+            f"the TFSMLayer calls the endpoint {base.call_endpoint!r}; use the endpoint you were given ({endpoint!r})",
+        )
+        x = np.random.default_rng(3).normal(size=(64, n_inputs)).astype("float32")
+        out = model(x[:2])
+        require(
+            tuple(out.shape) == (2, units),
+            f"the model answers with shape {tuple(out.shape)} for 2 examples; with a Dense({units}) head it should be (2, {units})",
+        )
+        base_before = [w.numpy().copy() for w in base.weights]
+        head_weights = [w for w in model.trainable_weights if not any(w is v for v in base.weights)]
+        require(
+            len(head_weights) >= 2,
+            "the model has no trainable head: add a new keras.layers.Dense(units) after the TFSMLayer, trainable",
+        )
+        head_before = [w.numpy().copy() for w in head_weights]
+        model.compile(keras.optimizers.SGD(0.05), "mse")
+        model.fit(x, x[:, :units] * 2.0 + 1.0, epochs=2, batch_size=16, verbose=0)
+        require(
+            all(np.array_equal(old, w.numpy()) for old, w in zip(base_before, base.weights)),
+            "training changed the SavedModel's weights: TFSMLayer is trainable by default, pass trainable=False",
+        )
+        require(
+            any(not np.array_equal(old, w.numpy()) for old, w in zip(head_before, head_weights)),
+            "training did not change the head: the new Dense layer must stay trainable",
+        )
+        require(
+            np.allclose(base(x[:3]).numpy(), original(x[:3]).numpy(), atol=1e-5),
+            "the base does not answer like the SavedModel's endpoint",
+        )
+    return f"TFSMLayer at {endpoint!r} under a Dense({units}) head; training changed only the head"
+
+
+# --------------------------------------------------------------------------- 09.5
+
+
+class _Net(tf.__internal__.tracking.AutoTrackable):
+    """Three variables in ``.variables``: a kernel, a bias and a non-trainable int64 counter, all non-zero.
+
+    ``.variables`` is a saved attribute, so the objects ``tf.saved_model.load`` returns have it too.
+    """
+
+    def __init__(self, seed: int, kernel=None, bias=None, step=None) -> None:
+        rng = np.random.default_rng(seed)
+        if kernel is None:
+            kernel = tf.Variable(rng.normal(size=(2, 3)).astype("float32") + 1.0, name="kernel")
+        if bias is None:
+            bias = tf.Variable(rng.uniform(0.5, 1.5, size=(3,)).astype("float32"), name="bias")
+        if step is None:
+            step = tf.Variable(7 + seed, dtype=tf.int64, trainable=False, name="step")
+        self.variables = [kernel, bias, step]
+
+
+def _snapshot(*objects) -> list[list[np.ndarray]]:
+    return [[v.numpy().copy() for v in obj.variables] for obj in objects]
+
+
+@exercise_check("09.5")
+def check_shares_variables(shares_variables: Callable[[Any, Any], bool]) -> str:
+    with tempfile.TemporaryDirectory() as scratch:
+        folder = os.path.join(scratch, "net_1")
+        saved = _Net(1)
+        tf.saved_model.save(saved, folder)
+        copy_a, copy_b = tf.saved_model.load(folder), tf.saved_model.load(folder)
+        owner = _Net(2)
+        cases = [
+            ("two loads of one SavedModel (equal values, separate variables)", copy_a, copy_b, False),
+            ("one loaded object passed twice", copy_a, copy_a, True),
+            ("two objects that share only their bias", owner, _Net(3, bias=owner.variables[1]), True),
+            ("two objects that share only their int64 step counter (not trainable)", owner, _Net(4, step=owner.variables[2]), True),
+            ("two unrelated objects", _Net(5), _Net(6), False),
+        ]
+        for what, first, second, expected in cases:
+            before = _snapshot(first, second)
+            answer = shares_variables(first, second)
+            require(
+                isinstance(answer, (bool, np.bool_)),
+                f"shares_variables should return True or False, got {answer!r} for {what}",
+            )
+            if expected:
+                require(
+                    bool(answer),
+                    f"for {what} you returned False, but writing into first changes second. Check every "
+                    "variable in .variables (the non-trainable ones too), by assigning and reading back",
+                )
+            else:
+                require(
+                    not bool(answer),
+                    f"for {what} you returned True, but they share nothing. Equal values are not shared "
+                    "variables: assign a new value to first's variable and see whether second's changes",
+                )
+            after = _snapshot(first, second)
+            differences = [
+                float(np.max(np.abs(old.astype("float64") - new.astype("float64")), initial=0.0))
+                for old_list, new_list in zip(before, after)
+                for old, new in zip(old_list, new_list)
+            ]
+            require(
+                max(differences) == 0.0 or max(differences) > 1e-3,
+                f"after your function ran on {what}, a value is off by {max(differences):.1e}: adding then "
+                "subtracting does not give back the same float. Keep a copy of each old value and assign it back",
+            )
+            require(
+                max(differences) == 0.0,
+                f"after your function ran on {what}, some variable kept the value you wrote: put every old value back",
+            )
+    return "5 pairs measured, shared bias and int64 counter included; values restored"

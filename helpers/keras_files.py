@@ -1,0 +1,484 @@
+"""Look inside Keras 3's own files, and prove a model's state made it into one (notebook 08).
+
+Three recipes:
+
+* ``describe_keras_file(path)``: a table of every weight in a ``.keras``
+  archive, a ``.weights.h5`` file or a sharded ``.weights.json`` index, with
+  its path inside the file, the layer's name, shape, dtype and size;
+* ``missing_from_file(model, path)``: the model's variables whose values the
+  file does not hold (an empty list when the file is complete), including
+  variables Keras does not track at all;
+* ``latest_keras_file(folder)``: the newest of the numbered files a
+  ``ModelCheckpoint`` wrote, which ``tf.train.latest_checkpoint`` cannot see;
+
+plus ``owned_variables(model)``, every variable a model's layers and optimizer
+hold, tracked by Keras or not, and ``captured_warnings()``, which collects the
+warnings Keras raises or logs so that a notebook can show them.
+
+Example:
+    >>> import keras
+    >>> model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2, name="out")])  # doctest: +SKIP
+    >>> model.save_weights("demo.weights.h5")                                             # doctest: +SKIP
+    >>> describe_keras_file("demo.weights.h5")                                            # doctest: +SKIP
+    weight               layer  shape   dtype    size
+    -------------------  -----  ------  -------  ----
+    layers/dense/vars/0  out    (3, 2)  float32  24 B
+    layers/dense/vars/1  out    (2,)    float32  8 B
+    2 weights, 32 B
+    >>> missing_from_file(model, "demo.weights.h5")                                       # doctest: +SKIP
+    []
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import logging
+import math
+import os
+import re
+import warnings
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+
+import h5py
+import keras
+import numpy as np
+import tensorflow as tf
+
+from helpers.errors import NotACheckpointError, first_line
+from helpers.files import path_text
+from helpers.inspection import format_bytes
+from helpers.notebook import format_table
+
+__all__ = [
+    "KerasFileDescription",
+    "NotAKerasFileError",
+    "SavedWeight",
+    "captured_warnings",
+    "describe_keras_file",
+    "latest_keras_file",
+    "missing_from_file",
+    "owned_variables",
+]
+
+WEIGHTS_IN_ARCHIVE = "model.weights.h5"
+_SUFFIXES = (".keras", ".weights.h5", ".weights.json")
+
+
+class NotAKerasFileError(NotACheckpointError):
+    """The path is not a Keras 3 ``.keras``, ``.weights.h5`` or ``.weights.json`` file that can be read.
+
+    Example:
+        >>> raise NotAKerasFileError("model.ckpt", "no such file")
+        Traceback (most recent call last):
+        ...
+        helpers.keras_files.NotAKerasFileError: 'model.ckpt' is not a readable Keras file: no such file
+    """
+
+    def __init__(self, path: str | os.PathLike, reason: str) -> None:
+        super().__init__(str(path), reason)
+        self.args = (f"{self.path!r} is not a readable Keras file: {reason}",)
+
+    def __str__(self) -> str:
+        return self.args[0]
+
+
+# --------------------------------------------------------------------------- describe
+
+
+@dataclass(frozen=True)
+class SavedWeight:
+    """One weight in a Keras file: its HDF5 path, the layer's name, shape, dtype, size and shard."""
+
+    path: str
+    layer: str
+    shape: tuple[int, ...]
+    dtype: str
+    nbytes: int | None
+    shard: str = ""
+
+
+@dataclass(frozen=True)
+class KerasFileDescription:
+    """Every weight of a Keras file; shows itself as a table."""
+
+    path: str
+    kind: str  # "keras archive", "weights" or "sharded weights"
+    weights: tuple[SavedWeight, ...]
+
+    @property
+    def paths(self) -> list[str]:
+        return [weight.path for weight in self.weights]
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(weight.nbytes or 0 for weight in self.weights)
+
+    @property
+    def shards(self) -> list[str]:
+        return sorted({weight.shard for weight in self.weights if weight.shard})
+
+    def __len__(self) -> int:
+        return len(self.weights)
+
+    def __repr__(self) -> str:
+        sharded = self.kind == "sharded weights"
+        headers = ["weight", "layer", "shape", "dtype", "size"] + ["shard"] * sharded
+        rows = [
+            [w.path, w.layer, _format_shape(w.shape), w.dtype, format_bytes(w.nbytes)] + [w.shard] * sharded
+            for w in self.weights
+        ]
+        count = len(self.weights)
+        summary = f"{count} weight{'s' * (count != 1)}, {format_bytes(self.total_bytes)}"
+        if sharded:
+            summary += f" in {len(self.shards)} shard{'s' * (len(self.shards) != 1)}"
+        return format_table(headers, rows) + "\n" + summary
+
+
+def describe_keras_file(path: str | os.PathLike) -> KerasFileDescription:
+    """List every weight of a ``.keras``, ``.weights.h5`` or sharded ``.weights.json`` file.
+
+    The kind of file is told by its name, as Keras itself does. Each weight is
+    listed by its path inside the HDF5 file (``layers/dense/vars/0``), with
+    the name of the layer that saved it, its shape, dtype and size; a sharded
+    file also names the shard that holds it. Anything else (a missing file,
+    a damaged zip, an HDF5 file that is not Keras weights, a missing shard)
+    raises ``NotAKerasFileError`` saying what is wrong.
+
+    Example:
+        >>> describe_keras_file("model.ckpt")
+        Traceback (most recent call last):
+        ...
+        helpers.keras_files.NotAKerasFileError: 'model.ckpt' is not a readable Keras file: no such file or folder
+    """
+    text = path_text(path, "Keras file path")
+    if not os.path.exists(text):
+        raise NotAKerasFileError(text, "no such file or folder")
+    if os.path.isdir(text):
+        raise NotAKerasFileError(text, "a folder (a SavedModel or a checkpoint folder?), not a Keras file")
+    if text.endswith(".keras"):
+        return KerasFileDescription(text, "keras archive", _describe_archive(text))
+    if text.endswith(".weights.h5"):
+        return KerasFileDescription(text, "weights", tuple(_describe_h5(text, text)))
+    if text.endswith(".weights.json"):
+        return KerasFileDescription(text, "sharded weights", _describe_sharded(text))
+    raise NotAKerasFileError(text, _why_not_keras(text))
+
+
+def _why_not_keras(text: str) -> str:
+    if text.endswith((".h5", ".hdf5")):
+        return "a legacy (Keras 2) HDF5 file; Keras 3's own files end in .keras, .weights.h5 or .weights.json"
+    if text.endswith((".index", ".meta")) or re.search(r"\.data-\d{5}-of-\d{5}$", text):
+        return "one of a TensorFlow checkpoint's files (read it with helpers.inspection.describe_checkpoint)"
+    return "its name does not end in .keras, .weights.h5 or .weights.json"
+
+
+def _describe_archive(text: str) -> tuple[SavedWeight, ...]:
+    try:
+        with zipfile.ZipFile(text) as archive:
+            names = archive.namelist()
+            if WEIGHTS_IN_ARCHIVE not in names:
+                other = [name for name in names if name.startswith("model.weights")]
+                why = f"its weights are in {other[0]!r}, not HDF5" if other else f"the archive has no {WEIGHTS_IN_ARCHIVE!r}"
+                raise NotAKerasFileError(text, why)
+            data = archive.read(WEIGHTS_IN_ARCHIVE)
+    except (zipfile.BadZipFile, EOFError, OSError) as error:
+        raise NotAKerasFileError(text, f"not a zip archive, or a truncated one ({first_line(error)})") from None
+    return tuple(_describe_h5(io.BytesIO(data), text))
+
+
+def _open_h5(source: str | io.BytesIO, text: str) -> h5py.File:
+    try:
+        return h5py.File(source, "r")
+    except OSError as error:
+        raise NotAKerasFileError(text, f"not an HDF5 file, or a truncated one ({first_line(error)})") from None
+
+
+def _describe_h5(source: str | io.BytesIO, text: str, shard: str = "", groups: set[str] | None = None) -> Iterator[SavedWeight]:
+    """The weights of one Keras 3 HDF5 weights file (a whole one, or the ``groups`` of a shard)."""
+    with _open_h5(source, text) as h5:
+        if "layer_names" in h5.attrs or "model_weights" in h5:
+            raise NotAKerasFileError(
+                text, "a legacy HDF5 file in the Keras 2 layout ('model_weights', 'layer_names'), not Keras 3 weights"
+            )
+        datasets: list[tuple[str, h5py.Dataset]] = []
+        h5.visititems(lambda name, item: datasets.append((name, item)) if isinstance(item, h5py.Dataset) else None)
+        weights = []
+        for name, item in datasets:
+            group, _, key = name.rpartition("/")
+            if not (group == "vars" or group.endswith("/vars")) or not key.isdigit():
+                raise NotAKerasFileError(
+                    text, f"an HDF5 file that is not Keras weights (its dataset {name!r} is not in a 'vars' group)"
+                )
+            if groups is not None and "/" + group not in groups:
+                continue  # a group listed under another shard
+            dtype = str(item.attrs.get("dtype", item.dtype))
+            size = None if item.dtype.kind in "OSU" else math.prod(item.shape) * item.dtype.itemsize
+            layer = h5[group].attrs.get("name", "")
+            weights.append(SavedWeight(name, str(layer), tuple(item.shape), dtype, size, shard))
+        if not datasets and "vars" not in h5 and "layers" not in h5:
+            raise NotAKerasFileError(text, "an HDF5 file with no Keras weights in it (no 'vars' or 'layers' group)")
+    return iter(sorted(weights, key=lambda w: _natural_key(w.path)))
+
+
+def _describe_sharded(text: str) -> tuple[SavedWeight, ...]:
+    try:
+        with open(text, encoding="utf-8") as file:
+            index = json.load(file)
+        weight_map = index["weight_map"]
+        if not isinstance(weight_map, dict):
+            raise TypeError("'weight_map' is not a mapping")
+    except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError) as error:
+        raise NotAKerasFileError(
+            text, f"not a sharded-weights index (a JSON file with a 'weight_map'): {first_line(error)}"
+        ) from None
+    by_shard: dict[str, set[str]] = {}
+    for group, shards in weight_map.items():
+        for shard in [shards] if isinstance(shards, str) else shards:
+            by_shard.setdefault(shard, set()).add(group)
+    folder = os.path.dirname(text)
+    absent = sorted(shard for shard in by_shard if not os.path.isfile(os.path.join(folder, shard)))
+    if absent:
+        raise NotAKerasFileError(text, f"shard file(s) missing beside the index: {', '.join(map(repr, absent))}")
+    weights: list[SavedWeight] = []
+    for shard in sorted(by_shard, key=_natural_key):
+        weights.extend(_describe_h5(os.path.join(folder, shard), text, shard, by_shard[shard]))
+    # A layer's name is stored once, in the shard where its group was opened; its weights may lie in the next one.
+    layer_names = {w.path.rpartition("/")[0]: w.layer for w in weights if w.layer}
+    def note_name(name: str, item: h5py.Group | h5py.Dataset) -> None:  # visititems stops at a non-None return
+        if isinstance(item, h5py.Group) and "name" in item.attrs:
+            layer_names.setdefault(name, str(item.attrs["name"]))
+
+    for shard in by_shard:
+        with _open_h5(os.path.join(folder, shard), text) as h5:
+            h5.visititems(note_name)
+    weights = [replace(w, layer=w.layer or layer_names.get(w.path.rpartition("/")[0], "")) for w in weights]
+    return tuple(sorted(weights, key=lambda w: _natural_key(w.path)))
+
+
+def _natural_key(text: str) -> list[object]:
+    """Sort ``vars/2`` before ``vars/10``."""
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", text)]
+
+
+def _format_shape(shape: tuple[int, ...]) -> str:
+    return "(" + ", ".join(map(str, shape)) + ("," if len(shape) == 1 else "") + ")"
+
+
+# --------------------------------------------------------------------------- owned variables
+
+_Variable = (tf.Variable, keras.Variable)
+
+
+def owned_variables(model: keras.layers.Layer, include_optimizer: bool = True) -> dict[str, tf.Variable | keras.Variable]:
+    """Every variable a model's layers (and optimizer) hold, tracked by Keras or not, by a readable name.
+
+    Keras saves the variables it *tracks* (those in ``model.weights`` and the
+    optimizer's). A plain ``tf.Variable`` stored on a layer, or a list of
+    them, is not tracked; it is still found here, by walking the attributes
+    of every layer. A Keras variable is named by its ``path``
+    (``dense/kernel``); an untracked one by its layer's name and the
+    attribute that holds it (``scaler/offset``, ``scaler/history[0]``).
+    Metric accumulators and random-seed states are left out: Keras never
+    saves them (metrics restart every epoch, seeds are not weights).
+
+    Example:
+        >>> model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2, name="out")], name="net")
+        >>> list(owned_variables(model))
+        ['net/out/kernel', 'net/out/bias']
+    """
+    found: dict[int, tuple[str, object]] = {}
+    visited: set[int] = set()
+
+    def visit(obj: object, owner: str, trail: str) -> None:
+        if isinstance(obj, _Variable):
+            if id(obj) not in found:
+                name = obj.path if isinstance(obj, keras.Variable) else f"{owner}/{trail}"
+                found[id(obj)] = (name, obj)
+            return
+        if id(obj) in visited:
+            return
+        if isinstance(obj, (keras.metrics.Metric, keras.random.SeedGenerator)):
+            return
+        if isinstance(obj, keras.optimizers.Optimizer) and not include_optimizer:
+            return
+        if isinstance(obj, (keras.layers.Layer, keras.optimizers.Optimizer)):
+            visited.add(id(obj))
+            # Plain attributes first, so that a variable is named by `offset`, not by Keras's bookkeeping.
+            attributes = sorted(vars(obj).items(), key=lambda item: (item[0].startswith("_self_"), item[0].startswith("_")))
+            for attribute, value in attributes:
+                visit(value, obj.name, attribute)
+        elif isinstance(obj, (list, tuple)):
+            visited.add(id(obj))
+            for i, item in enumerate(obj):
+                visit(item, owner, f"{trail}[{i}]")
+        elif isinstance(obj, dict):
+            visited.add(id(obj))
+            for key, item in list(obj.items()):
+                visit(item, owner, f"{trail}[{key!r}]")
+
+    # Tracked variables first, in Keras's own order; the walk then adds the untracked ones.
+    tracked = list(model.weights)
+    optimizer = getattr(model, "optimizer", None)
+    if include_optimizer and isinstance(optimizer, keras.optimizers.Optimizer):
+        tracked += list(optimizer.variables)
+    for variable in tracked:
+        visit(variable, "", "")
+    visit(model, getattr(model, "name", "model"), "")
+    names: dict[str, tf.Variable | keras.Variable] = {}
+    for name, variable in found.values():
+        unique, n = name, 1
+        while unique in names:  # two variables may share a path; keep both
+            n += 1
+            unique = f"{name} ({n})"
+        names[unique] = variable  # type: ignore[assignment]
+    return names
+
+
+# --------------------------------------------------------------------------- missing from a file
+
+
+def missing_from_file(model: keras.Model, path: str | os.PathLike, include_optimizer: bool = True) -> list[str]:
+    """The model's variables whose values ``path`` does not hold; an empty list when the file is complete.
+
+    It asks Keras itself: every variable of ``owned_variables(model)`` is set
+    to a marker, the file is loaded with ``load_weights(...,
+    skip_mismatch=True)``, and the variables still holding the marker did not
+    get a value from the file. Two different markers make the answer exact
+    whatever the file holds. The model's values are put back afterwards, so
+    the model is unchanged. Use it after saving ("did everything get
+    saved?") and before loading into a changed model (what
+    ``skip_mismatch=True`` would silently skip).
+
+    The model must be built. ``path`` is checked with ``describe_keras_file``
+    first, so a bad file raises ``NotAKerasFileError``.
+
+    Example:
+        >>> model.save_weights("model.weights.h5")            # doctest: +SKIP
+        >>> missing_from_file(model, "model.weights.h5")      # doctest: +SKIP
+        ['scaler/offset']
+    """
+    text = path_text(path, "Keras file path")
+    describe_keras_file(text)
+    if not model.built:
+        raise ValueError("the model is not built yet: call it once on data (or build it) before checking a file")
+    variables = owned_variables(model, include_optimizer=include_optimizer)
+    saved = {name: np.array(variable.numpy(), copy=True) for name, variable in variables.items()}
+    try:
+        first = _load_over_marker(model, text, variables, saved, marker=1)
+        second = _load_over_marker(model, text, variables, saved, marker=2)
+    finally:
+        for name, variable in variables.items():
+            variable.assign(saved[name])
+    return [name for name in variables if not np.array_equal(first[name], second[name], equal_nan=_is_float(saved[name]))]
+
+
+def _is_float(value: np.ndarray) -> bool:
+    return value.dtype.kind in "fc"
+
+
+def _load_over_marker(model, text, variables, saved, marker: int) -> dict[str, np.ndarray]:
+    for name, variable in variables.items():
+        value = saved[name]
+        if value.dtype.kind not in "biufc":
+            raise ValueError(f"cannot check the variable {name!r} of dtype {value.dtype}: only numbers and booleans")
+        variable.assign(np.full(value.shape, marker % 2 if value.dtype.kind == "b" else marker, dtype=value.dtype))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # skip_mismatch warns about each skipped layer; we report them instead
+        try:
+            model.load_weights(text, skip_mismatch=True)
+        except (OSError, KeyError, ValueError) as error:
+            raise NotAKerasFileError(text, f"Keras cannot load it into this model ({first_line(error)})") from None
+    return {name: np.array(variable.numpy(), copy=True) for name, variable in variables.items()}
+
+
+# --------------------------------------------------------------------------- newest file
+
+
+def _is_shard(folder: str, name: str) -> bool:
+    """``model_00001.weights.h5`` is a shard when ``model.weights.json`` lies beside it."""
+    match = re.fullmatch(r"(.*)_\d{5}\.weights\.h5", name)
+    return bool(match) and os.path.isfile(os.path.join(folder, match[1] + ".weights.json"))
+
+
+def latest_keras_file(folder: str | os.PathLike, suffix: str = ".weights.h5") -> str | None:
+    """The newest file ending in ``suffix`` in ``folder``, by the numbers in its name; ``None`` if there is none.
+
+    ``ModelCheckpoint("ckpt/model-{epoch:02d}.weights.h5", ...)`` writes
+    numbered files and no ``checkpoint`` state file, so
+    ``tf.train.latest_checkpoint`` returns ``None``. Names are compared with
+    their numbers as numbers (``model-10`` is newer than ``model-9``), not by
+    modification time, which ties when saves are quick.
+
+    Example:
+        >>> latest_keras_file("no/such/folder")
+        Traceback (most recent call last):
+        ...
+        helpers.keras_files.NotAKerasFileError: 'no/such/folder' is not a readable Keras file: no such folder
+    """
+    text = path_text(folder, "folder")
+    if not os.path.isdir(text):
+        raise NotAKerasFileError(text, "no such folder" if not os.path.exists(text) else "a file, not a folder")
+    if suffix not in _SUFFIXES:
+        raise ValueError(f"suffix must be one of {', '.join(_SUFFIXES)}; got {suffix!r}")
+    names = [name for name in os.listdir(text) if name.endswith(suffix) and os.path.isfile(os.path.join(text, name))]
+    if suffix == ".weights.h5":  # the shards of a sharded save are not whole weights files
+        names = [name for name in names if not _is_shard(text, name)]
+    if not names:
+        return None
+    return os.path.join(text, max(names, key=_natural_key))
+
+
+# --------------------------------------------------------------------------- warnings
+
+
+class _ListHandler(logging.Handler):
+    def __init__(self, messages: list[str]) -> None:
+        super().__init__(logging.WARNING)
+        self.messages = messages
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(f"logged {record.levelname.lower()}: {first_line(ValueError(record.getMessage()))}")
+
+
+@contextlib.contextmanager
+def captured_warnings() -> Iterator[list[str]]:
+    """Collect what the block warns about: Python warnings and Keras/TensorFlow log warnings, one line each.
+
+    Keras reports some problems only as a ``UserWarning`` (``load_weights(...,
+    skip_mismatch=True)``) or as a line logged through absl (``save_format``
+    on a ``.keras`` name). Both are caught here instead of being printed, so
+    a notebook can show them, as ``warning: ...`` and ``logged warning:
+    ...`` lines; the logged ones come first. Deprecation warnings raised
+    inside NumPy and TensorFlow are left out.
+
+    Example:
+        >>> import warnings
+        >>> with captured_warnings() as caught:
+        ...     warnings.warn("weights skipped")
+        >>> caught
+        ['warning: weights skipped']
+    """
+    messages: list[str] = []
+    handler = _ListHandler(messages)
+    logger = logging.getLogger("absl")
+    level, propagate = logger.level, logger.propagate
+    logger.addHandler(handler)
+    logger.setLevel(logging.WARNING)
+    logger.propagate = False
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            yield messages
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+        logger.propagate = propagate
+    messages.extend(
+        f"warning: {first_line(ValueError(str(w.message)))}"
+        for w in caught
+        if not issubclass(w.category, DeprecationWarning)
+    )

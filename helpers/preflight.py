@@ -1,0 +1,143 @@
+"""Is this machine ready for the course? One command answers: ``make check``.
+
+Run it before a workshop (instructors ask every learner to). It checks, in about
+half a minute, everything the chapters need: the Python version, the pinned
+TensorFlow and Keras, a checkpoint written and read back, a Keras model saved
+and loaded, plotting, and a Jupyter kernel that starts and runs code. Each line
+says what was checked; a failure says what to do.
+
+Example:
+    >>> run_checks()   # doctest: +SKIP
+    ✔ Python 3.11.7 (the course supports 3.11, 3.12 and 3.13)
+    ...
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+SUPPORTED_PYTHONS = ((3, 11), (3, 12), (3, 13))
+EXPECTED = {"tensorflow": "2.21.0", "keras": "3.15.1"}
+
+
+class NotReady(RuntimeError):
+    """One thing the course needs is missing; the message says what to do."""
+
+
+def check_python() -> str:
+    version = sys.version_info[:2]
+    if version not in SUPPORTED_PYTHONS:
+        raise NotReady(f"Python {sys.version.split()[0]} is not supported: use 3.11, 3.12 or 3.13 "
+                       "(make setup PYTHON=python3.12)")
+    return f"Python {sys.version.split()[0]} (the course supports 3.11, 3.12 and 3.13)"
+
+
+def check_packages() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    found = {}
+    for package, expected in EXPECTED.items():
+        try:
+            found[package] = version(package)
+        except PackageNotFoundError:
+            raise NotReady(f"{package} is not installed: run `make setup` in the course folder") from None
+        if found[package] != expected:
+            raise NotReady(f"{package} {found[package]} is installed, the course is written for {expected}: "
+                           "run `make setup` (it installs requirements.lock)")
+    return ", ".join(f"{name} {found[name]}" for name in EXPECTED)
+
+
+def check_checkpoint_round_trip() -> str:
+    from helpers.notebook import _import_tensorflow_quietly
+
+    tf = _import_tensorflow_quietly()
+    with tempfile.TemporaryDirectory() as folder:
+        variable = tf.Variable([1.0, 2.0, 3.0])
+        prefix = tf.train.Checkpoint(v=variable).write(str(Path(folder) / "ckpt"))
+        variable.assign([0.0, 0.0, 0.0])
+        tf.train.Checkpoint(v=variable).read(prefix).assert_consumed()
+        if variable.numpy().tolist() != [1.0, 2.0, 3.0]:
+            raise NotReady("a checkpoint did not restore its values: TensorFlow is broken on this machine")
+    return "TensorFlow writes and restores a checkpoint"
+
+
+def check_keras_round_trip() -> str:
+    import keras
+    import numpy as np
+
+    with tempfile.TemporaryDirectory() as folder:
+        model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+        x = np.ones((1, 3), dtype="float32")
+        path = str(Path(folder) / "model.keras")
+        model.save(path)
+        loaded = keras.models.load_model(path)
+        if not np.allclose(model(x), loaded(x)):
+            raise NotReady("a Keras model saved and loaded gives other outputs: Keras is broken here")
+    return "Keras 3 saves and loads a .keras model"
+
+
+def check_plotting() -> str:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots()
+    axes.plot([0, 1], [1, 0])
+    with tempfile.TemporaryDirectory() as folder:
+        figure.savefig(Path(folder) / "plot.png")
+    plt.close(figure)
+    return "matplotlib draws a plot"
+
+
+def check_kernel() -> str:
+    import subprocess
+
+    from jupyter_client.manager import start_new_kernel
+
+    manager, client = start_new_kernel(kernel_name="python3", stderr=subprocess.DEVNULL)
+    try:
+        reply = client.execute_interactive("import helpers", timeout=60, output_hook=lambda message: None)
+        if reply["content"]["status"] != "ok":
+            raise NotReady("the Jupyter kernel cannot import the course's helpers: run `make setup`")
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
+    return "a Jupyter kernel starts and imports the course's helpers"
+
+
+CHECKS: list[Callable[[], str]] = [
+    check_python,
+    check_packages,
+    check_checkpoint_round_trip,
+    check_keras_round_trip,
+    check_plotting,
+    check_kernel,
+]
+
+
+def run_checks(checks: list[Callable[[], str]] = CHECKS) -> bool:
+    """Run every check, print one line for each, and return whether all passed."""
+    ready = True
+    for check in checks:
+        started = time.perf_counter()
+        try:
+            line = f"✔ {check()}"
+        except NotReady as problem:
+            ready = False
+            line = f"✘ {problem}"
+        except Exception as error:  # noqa: BLE001 - a learner needs the message, not a traceback
+            ready = False
+            line = f"✘ {check.__name__.removeprefix('check_').replace('_', ' ')}: {type(error).__name__}: {error}"
+        print(f"{line}  ({time.perf_counter() - started:.1f} s)", flush=True)
+    print("This machine is ready for the course." if ready else
+          "Not ready yet: fix the lines marked ✘ (or show them to your instructor).")
+    return ready
+
+
+if __name__ == "__main__":
+    sys.exit(0 if run_checks() else 1)

@@ -1,0 +1,389 @@
+"""Unit tests of helpers.keras2, on real Keras 2 files written once per session by tf-keras."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import shutil
+
+import h5py
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from helpers.checks import ex10
+from helpers.errors import CheckpointMismatchError, NotACheckpointError, WouldOverwriteError
+from helpers.keras2 import (
+    Keras2MismatchError,
+    Keras2RunError,
+    ModelNotBuiltError,
+    NotAKeras2CheckpointError,
+    convert_legacy_h5,
+    describe_legacy_h5,
+    keras2_key_map,
+    keras3_checkpoint_keys,
+    restore_keras2_checkpoint,
+    run_keras2,
+)
+from helpers.migration import write_name_based
+
+PROBE = np.array([[1, 5, 9, 2, 0, 7], [3, 3, 8, 1, 4, 6]], dtype=np.int32)
+
+# One Keras 2 run writes every file the tests need (import tensorflow costs seconds).
+KERAS2_FILES = """
+def tokens_net():
+    tokens = keras.Input((6,), dtype="int32")
+    x = keras.layers.Embedding(10, 3)(tokens)
+    x = keras.layers.Conv1D(4, 2, activation="relu")(x)
+    x = keras.layers.BatchNormalization()(x)
+    x = keras.layers.GlobalAveragePooling1D()(x)
+    return keras.Model(tokens, keras.layers.Dense(2)(x))
+
+class Sub(keras.Model):
+    def __init__(self):
+        super().__init__()
+        self.embed = keras.layers.Embedding(10, 3)
+        self.blocks = [keras.layers.Dense(4), keras.layers.Dense(2)]
+    def call(self, tokens):
+        x = tf.reduce_mean(self.embed(tokens), axis=1)
+        return self.blocks[1](self.blocks[0](x))
+
+probe = np.array(PROBE)
+rng = np.random.default_rng(1)
+x, y = rng.integers(0, 10, size=(32, 6)), rng.normal(size=(32, 2))
+
+model = tokens_net()
+model.compile(optimizer=keras.optimizers.Adam(0.01), loss="mse")
+model.fit(x, y, epochs=2, batch_size=8, verbose=0)
+model.save_weights("k2/weights")
+tf.train.Checkpoint(model=model, optimizer=model.optimizer).save("k2/train/ckpt")
+model.save("k2/model.h5")
+model.save_weights("k2/only_weights.h5")
+emit("answers", model(probe))
+for i, value in enumerate(model.optimizer.variables):
+    emit(f"optimizer_{i}", value)
+
+sgd = tokens_net()
+sgd.compile(optimizer=keras.optimizers.SGD(0.01), loss="mse")
+sgd.fit(x, y, epochs=1, verbose=0)
+sgd.save_weights("k2/sgd")
+
+legacy = tokens_net()
+legacy.compile(optimizer=keras.optimizers.legacy.Adam(0.01), loss="mse")
+legacy.fit(x, y, epochs=1, verbose=0)
+legacy.save_weights("k2/legacy")
+emit("legacy_answers", legacy(probe))
+
+sub = Sub()
+sub(probe)
+sub.save_weights("k2/sub")
+emit("sub_answers", sub(probe))
+
+def dense_net():  # the architectures of the checks of notebook 10
+    return keras.Sequential([keras.Input((4,)), keras.layers.Dense(5, activation="tanh", use_bias=False),
+                             keras.layers.Dropout(0.2), keras.layers.BatchNormalization(), keras.layers.Dense(3)])
+
+def token_net():
+    tokens = keras.Input((6,), dtype="int32")
+    h = keras.layers.Flatten()(keras.layers.Embedding(15, 3)(tokens))
+    h = keras.layers.LayerNormalization()(keras.layers.Dense(4, activation="relu")(h))
+    return keras.Model(tokens, keras.layers.Dense(2)(h))
+
+dense_net().save_weights("k2/dense_net")
+token_net().save_weights("k2/token_net")
+print("done")
+""".replace("PROBE", repr(PROBE.tolist()))
+
+
+@pytest.fixture(scope="session")
+def k2(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("keras2")
+    run = run_keras2(KERAS2_FILES, cwd=folder)
+    assert run.stdout.strip() == "done"
+    return folder, run.outputs
+
+
+def tokens_net() -> keras.Model:
+    tokens = keras.Input((6,), dtype="int32")
+    x = keras.layers.Embedding(10, 3)(tokens)
+    x = keras.layers.Conv1D(4, 2, activation="relu")(x)
+    x = keras.layers.BatchNormalization()(x)
+    x = keras.layers.GlobalAveragePooling1D()(x)
+    return keras.Model(tokens, keras.layers.Dense(2)(x))
+
+
+class Sub(keras.Model):
+    def __init__(self):
+        super().__init__()
+        self.embed = keras.layers.Embedding(10, 3)
+        self.blocks = [keras.layers.Dense(4), keras.layers.Dense(2)]
+
+    def call(self, tokens):
+        x = keras.ops.mean(self.embed(tokens), axis=1)
+        return self.blocks[1](self.blocks[0](x))
+
+
+def values(model):
+    return [v.numpy().copy() for v in model.weights]
+
+
+# --------------------------------------------------------------------------- run_keras2
+
+
+def test_run_keras2_returns_emitted_values_and_stdout(tmp_path):
+    run = run_keras2("print(keras.__name__.split('.')[0]); emit('twice', np.arange(3) * 2)", cwd=tmp_path)
+    assert run.stdout.strip() == "tf_keras"
+    np.testing.assert_array_equal(run.outputs["twice"], [0, 2, 4])
+
+
+def test_run_keras2_reports_the_scripts_error(tmp_path):
+    with pytest.raises(Keras2RunError, match=r"line 2[\s\S]*ZeroDivisionError"):
+        run_keras2("x = 1\ny = x / 0", cwd=tmp_path)
+
+
+def test_run_keras2_refuses_a_missing_folder(tmp_path):
+    with pytest.raises(NotADirectoryError):
+        run_keras2("pass", cwd=tmp_path / "nowhere")
+
+
+# --------------------------------------------------------------------------- restore: the right answers
+
+
+@pytest.mark.parametrize("as_path", [str, pathlib.Path])
+def test_restores_save_weights_dropping_the_optimizer(k2, as_path):
+    folder, outputs = k2
+    model = tokens_net()
+    report = restore_keras2_checkpoint(as_path(folder / "k2" / "weights"), model, drop_optimizer=True)
+    assert report.complete and len(report.restored) == 9
+    assert any(key.startswith("optimizer/") for key in report.dropped)
+    assert "left behind on purpose" in str(report)
+    np.testing.assert_allclose(model(PROBE), outputs["answers"], atol=1e-5)
+    bn = model.layers[3]
+    assert not np.allclose(bn.moving_mean.numpy(), 0.0)  # the moving statistics came in
+
+
+def test_restores_a_training_checkpoint_with_its_optimizer(k2):
+    folder, outputs = k2
+    model, optimizer = tokens_net(), keras.optimizers.Adam(0.5)
+    report = restore_keras2_checkpoint(folder / "k2" / "train", model, optimizer=optimizer)  # a folder: newest
+    assert report.complete and report.dropped == ["save_counter/.ATTRIBUTES/VARIABLE_VALUE"]
+    keras2_optimizer = [outputs[f"optimizer_{i}"] for i in range(15)]
+    assert int(optimizer.iterations.numpy()) == int(keras2_optimizer[0]) == 8
+    assert float(optimizer.learning_rate.numpy()) == pytest.approx(0.01)
+    slots = [v for v in optimizer.variables if v is not optimizer.iterations and "learning_rate" not in v.path]
+    for slot, saved in zip(slots, keras2_optimizer[1:]):
+        np.testing.assert_array_equal(slot.numpy(), saved)
+    np.testing.assert_allclose(model(PROBE), outputs["answers"], atol=1e-5)
+
+
+def test_restores_a_subclassed_model_with_a_list_of_layers(k2):
+    folder, outputs = k2
+    model = Sub()
+    model(PROBE)
+    report = restore_keras2_checkpoint(folder / "k2" / "sub", model)
+    assert report.complete and len(report.restored) == 5
+    np.testing.assert_allclose(model(PROBE), outputs["sub_answers"], atol=1e-5)
+
+
+def test_key_map_pairs_keras2_keys_with_keras3_variables(k2):
+    folder, _ = k2
+    model = tokens_net()
+    key_map = keras2_key_map(str(folder / "k2" / "weights"), model)
+    assert key_map["layer_with_weights-2/moving_variance/.ATTRIBUTES/VARIABLE_VALUE"] is model.layers[3].moving_variance
+    assert len(key_map) == 9
+
+
+def test_legacy_optimizer_slots_are_dropped_on_request(k2):
+    folder, outputs = k2
+    model = tokens_net()
+    report = restore_keras2_checkpoint(folder / "k2" / "legacy", model, drop_optimizer=True)
+    assert report.complete and any("/.OPTIMIZER_SLOT/" in key for key in report.dropped)
+    np.testing.assert_allclose(model(PROBE), outputs["legacy_answers"], atol=1e-5)
+
+
+def test_odd_characters_in_the_path(k2, tmp_path):
+    folder, outputs = k2
+    for name in ("run 1 é", "run [1] *?"):
+        odd = tmp_path / name
+        odd.mkdir()
+        for file in os.listdir(folder / "k2"):
+            if file.startswith("weights."):
+                shutil.copy(folder / "k2" / file, odd / file)
+    model = tokens_net()
+    restore_keras2_checkpoint(tmp_path / "run 1 é" / "weights", model, drop_optimizer=True)
+    np.testing.assert_allclose(model(PROBE), outputs["answers"], atol=1e-5)
+    # TensorFlow's reader treats the prefix as a glob: "run [1] *?" would read "run 1 é". Refused.
+    with pytest.raises(NotACheckpointError, match="glob pattern"):
+        restore_keras2_checkpoint(tmp_path / "run [1] *?" / "weights", tokens_net(), drop_optimizer=True)
+
+
+# --------------------------------------------------------------------------- restore: bad input
+
+
+def test_strict_refuses_unhandled_optimizer_state_and_assigns_nothing(k2):
+    folder, _ = k2
+    model = tokens_net()
+    before = values(model)
+    with pytest.raises(Keras2MismatchError, match="hint: the checkpoint holds optimizer state") as caught:
+        restore_keras2_checkpoint(folder / "k2" / "weights", model)
+    assert "optimizer/_variables/1/.ATTRIBUTES/VARIABLE_VALUE" in caught.value.unexpected
+    assert isinstance(caught.value, CheckpointMismatchError)
+    assert all(np.array_equal(a, b) for a, b in zip(before, values(model)))
+
+
+def test_missing_keys_name_the_variables_without_a_value(k2):
+    folder, _ = k2
+    tokens = keras.Input((6,), dtype="int32")
+    x = keras.layers.GlobalAveragePooling1D()(keras.layers.BatchNormalization()(
+        keras.layers.Conv1D(4, 2)(keras.layers.Embedding(10, 3)(tokens))))
+    bigger = keras.Model(tokens, keras.layers.Dense(2, name="extra")(keras.layers.Dense(2, name="head")(x)))
+    with pytest.raises(CheckpointMismatchError) as caught:
+        restore_keras2_checkpoint(folder / "k2" / "weights", bigger, drop_optimizer=True)
+    assert caught.value.missing == ["extra/bias", "extra/kernel"]
+
+
+def test_extra_keys_are_named(k2):
+    folder, _ = k2
+    tokens = keras.Input((6,), dtype="int32")
+    x = keras.layers.BatchNormalization()(keras.layers.Conv1D(4, 2)(keras.layers.Embedding(10, 3)(tokens)))
+    smaller = keras.Model(tokens, keras.layers.GlobalAveragePooling1D()(x))
+    with pytest.raises(CheckpointMismatchError) as caught:
+        restore_keras2_checkpoint(folder / "k2" / "weights", smaller, drop_optimizer=True)
+    assert caught.value.unexpected == [
+        "layer_with_weights-3/bias/.ATTRIBUTES/VARIABLE_VALUE", "layer_with_weights-3/kernel/.ATTRIBUTES/VARIABLE_VALUE"]
+    assert not caught.value.missing
+
+
+def test_shape_mismatch_strict_and_lax(k2):
+    folder, _ = k2
+    tokens = keras.Input((6,), dtype="int32")
+    x = keras.layers.GlobalAveragePooling1D()(keras.layers.BatchNormalization()(
+        keras.layers.Conv1D(4, 2)(keras.layers.Embedding(10, 5)(tokens))))
+    wider = keras.Model(tokens, keras.layers.Dense(2)(x))
+    with pytest.raises(CheckpointMismatchError, match="wrong shape"):
+        restore_keras2_checkpoint(folder / "k2" / "weights", wider, drop_optimizer=True)
+    report = restore_keras2_checkpoint(folder / "k2" / "weights", wider, strict=False, drop_optimizer=True)
+    assert {key for key, *_ in report.shape_mismatches} == {
+        "layer_with_weights-0/embeddings/.ATTRIBUTES/VARIABLE_VALUE",
+        "layer_with_weights-1/kernel/.ATTRIBUTES/VARIABLE_VALUE"}
+    assert len(report.restored) == 7 and not report.complete
+    assert "skipped layer_with_weights-0/embeddings" in str(report)
+
+
+def test_optimizer_of_another_kind_is_refused(k2):
+    folder, _ = k2
+    with pytest.raises(CheckpointMismatchError) as caught:
+        restore_keras2_checkpoint(folder / "k2" / "sgd", tokens_net(), optimizer=keras.optimizers.Adam())
+    assert any("momentum" in name for name in caught.value.missing)
+
+
+def test_legacy_slots_cannot_be_carried_over(k2):
+    folder, _ = k2
+    with pytest.raises(CheckpointMismatchError, match="OPTIMIZER_SLOT"):
+        restore_keras2_checkpoint(folder / "k2" / "legacy", tokens_net(), optimizer=keras.optimizers.Adam())
+
+
+def test_unbuilt_model_and_non_models_are_refused(k2):
+    folder, _ = k2
+    with pytest.raises(ModelNotBuiltError, match="build it first"):
+        restore_keras2_checkpoint(folder / "k2" / "weights", keras.Sequential([keras.layers.Dense(2)]))
+    with pytest.raises(TypeError, match="Keras 3 model"):
+        restore_keras2_checkpoint(folder / "k2" / "weights", tf.Module())
+
+
+def test_checkpoints_keras2_did_not_write_are_refused(tmp_path):
+    name_based = write_name_based({"dense/kernel": np.ones((2, 2), np.float32)}, str(tmp_path / "tf1" / "model"))
+    with pytest.raises(NotAKeras2CheckpointError, match="name-based"):
+        restore_keras2_checkpoint(name_based, tokens_net())
+    model = tokens_net()
+    keras3 = tf.train.Checkpoint(model=model).write(str(tmp_path / "k3" / "ckpt"))
+    with pytest.raises(NotAKeras2CheckpointError, match="Keras 3 wrote it"):
+        restore_keras2_checkpoint(keras3, tokens_net())
+    with pytest.raises(NotACheckpointError, match="no checkpoint files"):
+        restore_keras2_checkpoint(tmp_path / "nothing" / "here", tokens_net())
+    assert issubclass(NotAKeras2CheckpointError, NotACheckpointError)
+
+
+def test_keras3_checkpoint_keys_are_the_keys_tf_train_checkpoint_writes(tmp_path):
+    model = tokens_net()
+    written = tf.train.Checkpoint(model=model).write(str(tmp_path / "ckpt"))
+    keys = {name for name, _ in tf.train.list_variables(written)} - {"_CHECKPOINTABLE_OBJECT_GRAPH"}
+    assert set(keras3_checkpoint_keys(model, edge="model").values()) == keys
+
+
+# --------------------------------------------------------------------------- the checks' Keras 2 layout
+
+
+@pytest.mark.parametrize("name, make", [("dense_net", ex10.make_dense_net), ("token_net", ex10.make_token_net)])
+def test_the_checks_layout_is_keras2s(k2, tmp_path, name, make):
+    folder, _ = k2
+    real = {key for key, _ in tf.train.list_variables(str(folder / "k2" / name))} - {"_CHECKPOINTABLE_OBJECT_GRAPH"}
+    model = make()
+    assert set(ex10.reference_keras2_keys(model)) == real
+    values = {key: np.full(tuple(v.shape), 0.5, np.float32) for key, v in ex10.reference_keras2_keys(model).items()}
+    synthetic = ex10.write_keras2_layout(values, str(tmp_path / "synthetic"))
+    assert {key for key, _ in tf.train.list_variables(synthetic)} - {"_CHECKPOINTABLE_OBJECT_GRAPH"} == real
+    restore_keras2_checkpoint(str(folder / "k2" / name), make())  # the real file restores strictly too
+
+
+# --------------------------------------------------------------------------- legacy .h5
+
+
+def test_describe_legacy_h5(k2):
+    folder, _ = k2
+    whole = describe_legacy_h5(folder / "k2" / "model.h5")
+    assert whole.keras_version.startswith("2.") and whole.has_model and whole.has_optimizer
+    assert whole.layers["conv1d"][0] == ("conv1d/kernel:0", (2, 3, 4))
+    assert "written by Keras 2" in repr(whole)
+    weights = describe_legacy_h5(str(folder / "k2" / "only_weights.h5"))
+    assert not weights.has_model and "weights only" in repr(weights)
+
+
+def test_describe_legacy_h5_bad_input(tmp_path):
+    with pytest.raises(NotACheckpointError, match="no such file"):
+        describe_legacy_h5(tmp_path / "missing.h5")
+    (tmp_path / "text.h5").write_text("not hdf5")
+    with pytest.raises(NotACheckpointError, match="not an HDF5 file"):
+        describe_legacy_h5(tmp_path / "text.h5")
+    model = tokens_net()
+    model.save_weights(str(tmp_path / "k3.weights.h5"))
+    with pytest.raises(NotACheckpointError, match="not a legacy Keras .h5"):
+        describe_legacy_h5(tmp_path / "k3.weights.h5")
+
+
+@pytest.mark.filterwarnings("ignore:Do not pass an `input_shape`")
+@pytest.mark.parametrize("out_name", ["model.keras", "odd [1] *?.weights.h5"])
+def test_convert_legacy_h5(k2, tmp_path, out_name):
+    folder, outputs = k2
+    out = tmp_path / out_name
+    assert convert_legacy_h5(str(folder / "k2" / "model.h5"), out) == str(out)
+    if out_name.endswith(".keras"):
+        converted = keras.models.load_model(out)
+    else:
+        converted = tokens_net()
+        converted.load_weights(out)
+    np.testing.assert_allclose(converted.predict(PROBE, verbose=0), outputs["answers"], atol=1e-5)
+    with pytest.raises(WouldOverwriteError):
+        convert_legacy_h5(folder / "k2" / "model.h5", out)
+
+
+def test_convert_weights_only_h5_needs_a_model(k2, tmp_path):
+    folder, outputs = k2
+    with pytest.raises(ValueError, match="holds weights only"):
+        convert_legacy_h5(folder / "k2" / "only_weights.h5", tmp_path / "a.keras")
+    model = tokens_net()
+    convert_legacy_h5(folder / "k2" / "only_weights.h5", tmp_path / "a.weights.h5", model)
+    np.testing.assert_allclose(model(PROBE), outputs["answers"], atol=1e-5)
+
+
+def test_convert_legacy_h5_bad_input(k2, tmp_path):
+    folder, _ = k2
+    with pytest.raises(ValueError, match="must end in .keras or .weights.h5"):
+        convert_legacy_h5(folder / "k2" / "model.h5", tmp_path / "model.h5")
+    other = keras.Sequential([keras.Input((6,)), keras.layers.Dense(3)])
+    with pytest.raises(CheckpointMismatchError):
+        convert_legacy_h5(folder / "k2" / "model.h5", tmp_path / "b.weights.h5", other)
+    assert not (tmp_path / "b.weights.h5").exists()
+    with h5py.File(folder / "k2" / "model.h5") as file:  # the source is only read
+        assert "model_weights" in file

@@ -1,0 +1,33 @@
+"""helpers.preflight: the one-step check of a learner's machine."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from helpers import preflight
+
+
+def test_this_machine_is_ready_and_every_line_says_what_was_checked():
+    result = subprocess.run([sys.executable, "-m", "helpers.preflight"], capture_output=True, text=True,
+                            timeout=300)
+    lines = result.stdout.splitlines()
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert len(lines) == len(preflight.CHECKS) + 1
+    assert all(line.startswith("✔ ") for line in lines[:-1]), result.stdout
+    assert lines[-1] == "This machine is ready for the course."
+
+
+def test_a_failing_check_is_reported_with_what_to_do(capsys):
+    def check_broken() -> str:
+        raise preflight.NotReady("keras 2.15 is installed: run `make setup`")
+
+    def check_crashing() -> str:
+        raise OSError("disk full")
+
+    assert preflight.run_checks([preflight.check_python, check_broken, check_crashing]) is False
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("✔ Python")
+    assert out[1].startswith("✘ keras 2.15 is installed: run `make setup`")
+    assert out[2].startswith("✘ crashing: OSError: disk full")
+    assert out[3].startswith("Not ready yet")
