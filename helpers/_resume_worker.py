@@ -75,7 +75,8 @@ def build_run(width: int = 32, seed: int = 0) -> Run:
     generator = tf.random.Generator.from_seed(seed + 7)
     features = np.random.default_rng(seed).normal(size=(96, 8)).astype("float32")
     targets = features @ np.linspace(-1.0, 1.0, 8, dtype="float32")[:, None]
-    dataset = tf.data.Dataset.from_tensor_slices((features, targets)).shuffle(96, seed=seed).batch(16).repeat()
+    dataset = tf.data.Dataset.from_tensor_slices((features, targets))
+    dataset = dataset.shuffle(96, seed=seed).batch(16).repeat()
     iterator = iter(dataset)
 
     @tf.function
