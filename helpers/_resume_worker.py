@@ -1,0 +1,255 @@
+"""The training program notebook 11 runs in fresh processes: ``python -m helpers._resume_worker MODE ...``.
+
+Modes (each prints one JSON line at the end):
+
+* ``train``: the resumable run of ``build_run`` through ``helpers.resume.train_resumably``
+  (``--stop-at`` interrupts it, ``--announce`` prints ``saving N`` before each save so that a parent can kill it there);
+* ``naive``: the same run saved the naive way, NumPy files written in place;
+* ``multiworker``: one of two ``MultiWorkerMirroredStrategy`` workers on 127.0.0.1.
+
+``build_run`` is importable, so the notebook builds the very same run in its own process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from dataclasses import dataclass
+
+PIECES = ("model", "optimizer", "step", "generator", "iterator")
+
+
+@dataclass
+class Run:
+    """Everything a training run changes, and the step that changes it."""
+
+    model: object
+    optimizer: object
+    step: object
+    generator: object
+    iterator: object
+    train_step: object
+
+    def pieces(self, leave_out: tuple[str, ...] = ()) -> dict[str, object]:
+        """The state as ``{name: object}``, without the pieces named in ``leave_out``."""
+        return {name: getattr(self, name) for name in PIECES if name not in leave_out}
+
+    def checkpoint(self, leave_out: tuple[str, ...] = ()) -> object:
+        """A ``tf.train.Checkpoint`` of every piece but ``leave_out``; "seeds" is Dropout's seed state."""
+        import tensorflow as tf
+
+        from helpers.resume import untracked_variables
+
+        pieces = self.pieces(leave_out)
+        if "seeds" not in leave_out:
+            pieces["seeds"] = untracked_variables(self.model)
+        return tf.train.Checkpoint(**pieces)
+
+
+def build_run(width: int = 32, seed: int = 0) -> Run:
+    """A small regression run that uses every kind of training state.
+
+    Dropout (a Keras seed state in the model), Adam with a decaying learning
+    rate (slots, an iteration count and a schedule position), a step counter,
+    a ``tf.random.Generator`` adding noise to the inputs, and a shuffled,
+    repeated ``tf.data`` pipeline.
+    """
+    import keras
+    import numpy as np
+    import tensorflow as tf
+
+    keras.utils.set_random_seed(seed)
+    model = keras.Sequential([
+        keras.Input((8,)),
+        keras.layers.Dense(width, activation="relu"),
+        keras.layers.Dropout(0.2),
+        keras.layers.Dense(width, activation="relu"),
+        keras.layers.Dense(1),
+    ])
+    schedule = keras.optimizers.schedules.ExponentialDecay(0.01, decay_steps=10, decay_rate=0.5)
+    optimizer = keras.optimizers.Adam(schedule)
+    optimizer.build(model.trainable_variables)
+    step = tf.Variable(0, dtype=tf.int64, name="step")
+    generator = tf.random.Generator.from_seed(seed + 7)
+    features = np.random.default_rng(seed).normal(size=(96, 8)).astype("float32")
+    targets = features @ np.linspace(-1.0, 1.0, 8, dtype="float32")[:, None]
+    dataset = tf.data.Dataset.from_tensor_slices((features, targets))
+    dataset = dataset.shuffle(96, seed=seed).batch(16).repeat()
+    iterator = iter(dataset)
+
+    @tf.function
+    def train_step():
+        x, y = next(iterator)
+        x = x + generator.normal(tf.shape(x), stddev=0.05)
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean((model(x, training=True) - y) ** 2)
+        grads = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply_gradients(zip(grads, model.trainable_variables))
+        return loss
+
+    return Run(model, optimizer, step, generator, iterator, train_step)
+
+
+def _train(args: argparse.Namespace) -> dict:
+    import tensorflow as tf
+
+    from helpers.resume import state_digest, state_table, train_resumably
+
+    tf.config.experimental.enable_op_determinism()
+    run = build_run(args.width)
+    checkpoint = run.checkpoint()
+    announce = (lambda n: print(f"saving {n}", flush=True)) if args.announce else None
+    train_resumably(checkpoint, run.step, run.train_step, args.dir, args.steps, stop_at=args.stop_at, before_save=announce)
+    return {"step": int(run.step), "digest": state_digest(*run.pieces().values()), "pieces": state_table(**run.pieces())}
+
+
+def resume_without(directory: str, leave_out: tuple[str, ...], stop_at: int, total: int, width: int = 32) -> Run:
+    """Train to ``stop_at`` saving every piece but ``leave_out``, then resume fresh objects to ``total``.
+
+    The second half runs in this process on newly built objects, which is
+    what a new process starts from. A left-out step counter restarts at 0,
+    so the resumed loop runs ``total`` more steps.
+    """
+    import tensorflow as tf
+
+    first = build_run(width)
+    manager = tf.train.CheckpointManager(first.checkpoint(leave_out), directory, max_to_keep=1)
+    while int(first.step) < stop_at:
+        first.train_step()
+        first.step.assign_add(1)
+    manager.save()
+    second = build_run(width)
+    second.checkpoint(leave_out).restore(manager.latest_checkpoint).assert_consumed()
+    steps_run = 0
+    while int(second.step) < total and steps_run < total:
+        second.train_step()
+        second.step.assign_add(1)
+        steps_run += 1
+    return second
+
+
+def _naive_paths(folder: str) -> dict[str, str]:
+    return {name: os.path.join(folder, name + ".npy") for name in ("weights", "slots", "step")}
+
+
+def _naive(args: argparse.Namespace) -> dict:
+    """Save by writing NumPy files in place, one after another: what a crash does to that."""
+    import numpy as np
+
+    run = build_run(args.width)
+    os.makedirs(args.dir, exist_ok=True)
+    paths = _naive_paths(args.dir)
+    if os.path.exists(paths["step"]):
+        for variable, value in zip(run.model.weights, np.load(paths["weights"], allow_pickle=True)):
+            variable.assign(value)
+        for variable, value in zip(run.optimizer.variables, np.load(paths["slots"], allow_pickle=True)):
+            variable.assign(value)
+        run.step.assign(int(np.load(paths["step"])))
+    while int(run.step) < args.steps:
+        run.train_step()
+        run.step.assign_add(1)
+        if args.announce:
+            print(f"saving {int(run.step)}", flush=True)
+        stamp = int(run.step)
+        # each file records the step it was written at, to see mismatches after a crash
+        np.save(paths["weights"], np.array([w.numpy() for w in run.model.weights] + [stamp], dtype=object), allow_pickle=True)
+        np.save(paths["slots"], np.array([v.numpy() for v in run.optimizer.variables] + [stamp], dtype=object), allow_pickle=True)
+        np.save(paths["step"], np.array(stamp))
+    return {"step": int(run.step)}
+
+
+def naive_audit(folder: str) -> dict:
+    """Can the naive files be loaded, and were they written at the same step?"""
+    import numpy as np
+
+    stamps = {}
+    for name, path in _naive_paths(folder).items():
+        try:
+            value = np.load(path, allow_pickle=True)
+            stamps[name] = int(value) if name == "step" else int(value[-1])
+        except FileNotFoundError:
+            stamps[name] = "missing"
+        except Exception:  # noqa: BLE001: any failure to parse is what we report
+            stamps[name] = "unreadable"
+    numbers = [s for s in stamps.values() if isinstance(s, int)]
+    loads = len(numbers) == len(stamps)
+    return {"loads": loads, "consistent": loads and len(set(numbers)) == 1, **stamps}
+
+
+def build_mw_model(seed: int = 1):
+    """The model and optimizer of sections 9-11 (build them under a strategy's scope, or not)."""
+    import keras
+
+    keras.utils.set_random_seed(seed)
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(8, activation="relu"), keras.layers.Dense(1)])
+    optimizer = keras.optimizers.SGD(0.05, momentum=0.9)
+    optimizer.build(model.trainable_variables)
+    return model, optimizer
+
+
+def _multiworker(args: argparse.Namespace) -> dict:
+    ports = args.ports.split(",")
+    os.environ["TF_CONFIG"] = json.dumps({
+        "cluster": {"worker": [f"127.0.0.1:{port}" for port in ports]},
+        "task": {"type": "worker", "index": args.index},
+    })
+    import numpy as np
+    import tensorflow as tf
+
+    from helpers.resume import state_digest
+
+    options = tf.distribute.experimental.CommunicationOptions(timeout_seconds=30)
+    strategy = tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)
+    with strategy.scope():
+        model, optimizer = build_mw_model()
+    features = np.random.default_rng(1).normal(size=(64, 4)).astype("float32")
+    targets = features.sum(axis=1, keepdims=True)
+    dataset = tf.data.Dataset.from_tensor_slices((features, targets)).batch(16).repeat()
+    iterator = iter(strategy.experimental_distribute_dataset(dataset))
+
+    @tf.function
+    def train_step():
+        def replica_step(x, y):
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_sum((model(x) - y) ** 2) / 16.0
+            grads = tape.gradient(loss, model.trainable_variables)
+            optimizer.apply_gradients(zip(grads, model.trainable_variables))
+        strategy.run(replica_step, args=next(iterator))
+
+    for _ in range(args.steps):
+        train_step()
+    resolver = strategy.cluster_resolver
+    is_chief = resolver.task_id == 0
+    # every worker must take part in the save; only the chief's copy is kept
+    folder = os.path.join(args.dir, "chief") if is_chief else os.path.join(args.dir, f"worker_tmp_{resolver.task_id}")
+    path = tf.train.Checkpoint(model=model, optimizer=optimizer).write(os.path.join(folder, "ckpt"))
+    if not is_chief:
+        tf.io.gfile.rmtree(folder)
+    return {
+        "role": "chief" if is_chief else "worker",
+        "replicas": strategy.num_replicas_in_sync,
+        "saved": os.path.relpath(path, args.dir),
+        "kept": os.path.exists(folder),
+        "digest": state_digest(model, optimizer),
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m helpers._resume_worker")
+    parser.add_argument("mode", choices=["train", "naive", "multiworker"])
+    parser.add_argument("--dir", required=True)
+    parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--stop-at", type=int, default=None)
+    parser.add_argument("--width", type=int, default=32)
+    parser.add_argument("--announce", action="store_true")
+    parser.add_argument("--index", type=int, default=0)
+    parser.add_argument("--ports", default="")
+    args = parser.parse_args(argv)
+    result = {"train": _train, "naive": _naive, "multiworker": _multiworker}[args.mode](args)
+    print(json.dumps(result), flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,626 @@
+"""Resume training exactly, survive crashes, and check it (notebook 11).
+
+Recipes:
+
+* ``state_digest(*trackables)``: one short hex string for every variable,
+  ``tf.random.Generator`` and ``tf.data`` iterator reachable from the given
+  objects. Equal digests mean identical training state, so it proves that a
+  resumed run is the uninterrupted one, bit for bit;
+* ``state_table(**pieces)``: one digest per named piece, to see *which* piece
+  of two states differs;
+* ``train_resumably(...)``: the resumable training loop: restore the newest
+  checkpoint if there is one, run the steps still missing, save through a
+  ``tf.train.CheckpointManager``;
+* ``audit_checkpoint_folder(directory)``: after a crash, what the folder's
+  ``checkpoint`` state file names, whether each named checkpoint loads, and
+  what half-written leftovers lie beside them;
+* ``run_worker(...)``, ``crash_and_resume(...)``, ``run_two_workers(...)``,
+  ``time_saves(...)``: the harness the notebook uses to run training in fresh
+  processes, kill them, and time saves.
+
+Example:
+    >>> import tensorflow as tf
+    >>> a, b = tf.Variable([1.0, 2.0]), tf.Variable([1.0, 2.0])
+    >>> state_digest(a) == state_digest(b)
+    True
+    >>> _ = b.assign_add([0.0, 1e-3])
+    >>> state_digest(a) == state_digest(b)
+    False
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from helpers.errors import NotACheckpointError, StructureMismatchError
+from helpers.inspection import open_checkpoint, read_tensor
+
+__all__ = [
+    "FolderAudit",
+    "TrainingStateError",
+    "audit_checkpoint_folder",
+    "crash_and_resume",
+    "fit_with_interruption",
+    "free_ports",
+    "run_two_workers",
+    "run_worker",
+    "state_digest",
+    "state_table",
+    "time_saves",
+    "train_resumably",
+    "untracked_variables",
+]
+
+
+class TrainingStateError(StructureMismatchError):
+    """The objects given do not hold the training state a recipe needs."""
+
+
+# --------------------------------------------------------------------------- digests
+
+_VARIABLES = (tf.Variable, keras.Variable)
+
+
+def _children(obj: object) -> dict[str, object]:
+    return dict(tf.train.TrackableView(obj).children(obj))
+
+
+def _walk(root: object) -> list[tuple[str, object]]:
+    """Every object reachable from ``root``, breadth first, children in name order, each once."""
+    seen: set[int] = set()
+    found: list[tuple[str, object]] = []
+    queue: list[tuple[str, object]] = [("", root)]
+    while queue:
+        path, obj = queue.pop(0)
+        if id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        found.append((path, obj))
+        if isinstance(obj, _VARIABLES):
+            continue
+        children = _children(obj)
+        queue.extend((f"{path}/{name}" if path else name, children[name]) for name in sorted(children))
+    # Keras keeps some state outside the object graph (a Dropout's SeedGenerator): add it last
+    for path, obj in list(found):
+        if isinstance(obj, keras.layers.Layer):
+            for index, variable in enumerate(obj.variables):
+                if id(variable) not in seen:
+                    seen.add(id(variable))
+                    found.append((f"{path}/<variables>/{index}", variable))
+    return found
+
+
+def untracked_variables(*trackables: object) -> list:
+    """Variables of Keras layers that ``tf.train.Checkpoint`` of ``trackables`` would not save.
+
+    In Keras 3 the state of a ``SeedGenerator`` (the one inside ``Dropout``,
+    ``RandomFlip``, ``GaussianNoise``...) is in ``layer.variables`` but not in
+    the object graph a checkpoint walks. Add the list to the checkpoint:
+    ``tf.train.Checkpoint(model=model, seed_states=untracked_variables(model))``.
+
+    Example:
+        >>> import keras
+        >>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dropout(0.5)])
+        >>> [v.path.split("/")[-1] for v in untracked_variables(model)]
+        ['seed_generator_state']
+    """
+    if not trackables:
+        raise TrainingStateError("untracked_variables needs at least one object, e.g. untracked_variables(model)")
+    tracked: set[int] = set()
+    layers = []
+    for position, root in enumerate(trackables):
+        if not _is_trackable(root):
+            raise TrainingStateError(f"argument {position} is a {type(root).__name__}, not a trackable TensorFlow object")
+        seen: set[int] = set()
+        queue = [root]
+        while queue:
+            obj = queue.pop()
+            if id(obj) in seen:
+                continue
+            seen.add(id(obj))
+            if isinstance(obj, _VARIABLES):
+                tracked.add(id(obj))
+                continue
+            if isinstance(obj, keras.layers.Layer):
+                layers.append(obj)
+            queue.extend(_children(obj).values())
+    found, ids = [], set()
+    for layer in layers:
+        for variable in layer.variables:
+            if id(variable) not in tracked and id(variable) not in ids:
+                ids.add(id(variable))
+                found.append(variable)
+    return found
+
+
+def _iterator_bytes(iterator: tf.data.Iterator, peek: int = 2) -> bytes:
+    """What ``iterator`` yields next, read from a copy so that it does not move.
+
+    The serialized state of an iterator holds buffer addresses that change
+    from copy to copy, so the digest uses the next ``peek`` elements (with a
+    shuffle buffer, they pin the position down) and marks the end of the data.
+    """
+    dataset = getattr(iterator, "_dataset", None)
+    if dataset is None:
+        raise TrainingStateError(f"cannot read the position of {type(iterator).__name__}: only tf.data iterators made with iter(dataset) are supported")
+    copy = iter(dataset)
+    copy._restore(iterator._save())  # noqa: SLF001: the public way is a checkpoint round trip, same thing
+    hasher = hashlib.sha256()
+    for _ in range(peek):
+        element = copy.get_next_as_optional()
+        if not element.has_value():
+            hasher.update(b"<end of data>")
+            break
+        for tensor in tf.nest.flatten(element.get_value()):
+            hasher.update(str(tensor.dtype).encode() + str(tuple(tensor.shape)).encode())
+            hasher.update(tensor.numpy().tobytes())
+    return hasher.digest()
+
+
+def _is_trackable(obj: object) -> bool:
+    try:
+        tf.train.TrackableView(obj).children(obj)
+    except (AttributeError, TypeError):
+        return False
+    return True
+
+
+def state_digest(*trackables: object) -> str:
+    """A short hex digest of all training state reachable from ``trackables``.
+
+    Every ``tf.Variable`` (weights, optimizer slots and counters, the step,
+    ``tf.random.Generator`` and Keras seed states) contributes its path,
+    dtype, shape and bytes; every ``tf.data`` iterator contributes what it
+    yields next. Objects are visited in a stable order (argument order, then
+    attribute names), so equal digests mean identical state. Raises
+    ``TrainingStateError`` when given nothing, something that is not
+    trackable, or an object that holds no state yet (an unbuilt model).
+
+    Example:
+        >>> step = tf.Variable(3, dtype=tf.int64)
+        >>> state_digest(step) == state_digest(tf.Variable(3, dtype=tf.int64))
+        True
+        >>> state_digest(step) == state_digest(tf.Variable(3, dtype=tf.int32))
+        False
+    """
+    if not trackables:
+        raise TrainingStateError("state_digest needs at least one object, e.g. state_digest(model, optimizer, step)")
+    hasher = hashlib.sha256()
+    for position, root in enumerate(trackables):
+        if not _is_trackable(root):
+            raise TrainingStateError(
+                f"argument {position} is a {type(root).__name__}, not a trackable TensorFlow object "
+                "(a model, layer, optimizer, tf.Variable, tf.random.Generator, tf.data iterator or tf.train.Checkpoint)"
+            )
+        pieces = 0
+        for path, obj in _walk(root):
+            key = f"{position}/{path}"
+            if isinstance(obj, _VARIABLES):
+                value = obj.numpy()
+                hasher.update(f"{key}:{value.dtype}:{value.shape}".encode())
+                hasher.update(np.ascontiguousarray(value).tobytes())
+                pieces += 1
+            elif isinstance(obj, tf.data.Iterator):
+                hasher.update(f"{key}:iterator".encode())
+                hasher.update(_iterator_bytes(obj))
+                pieces += 1
+        if pieces == 0:
+            raise TrainingStateError(
+                f"argument {position} ({type(root).__name__}) holds no variables yet: build the model "
+                "(call it once) and the optimizer (optimizer.build(model.trainable_variables)) first"
+            )
+    return hasher.hexdigest()[:16]
+
+
+def state_table(**pieces: object) -> dict[str, str]:
+    """``{name: state_digest(piece)}`` for each named piece of training state.
+
+    Compare two tables to see which piece of two runs differs.
+
+    Example:
+        >>> table = state_table(step=tf.Variable(1), lr=tf.Variable(0.5))
+        >>> sorted(table)
+        ['lr', 'step']
+    """
+    if not pieces:
+        raise TrainingStateError("state_table needs named pieces, e.g. state_table(model=model, step=step)")
+    return {name: state_digest(piece) for name, piece in pieces.items()}
+
+
+# --------------------------------------------------------------------------- the loop
+
+
+def train_resumably(
+    checkpoint: tf.train.Checkpoint,
+    step: tf.Variable,
+    train_step: Callable[[], object],
+    directory: str | os.PathLike,
+    total_steps: int,
+    *,
+    save_every: int = 1,
+    max_to_keep: int = 3,
+    stop_at: int | None = None,
+    before_save: Callable[[int], None] | None = None,
+) -> str | None:
+    """Run ``train_step`` until ``step`` reaches ``total_steps``, resuming from ``directory``.
+
+    ``checkpoint`` must track ``step`` and everything else the run needs (the
+    model, the optimizer, random generators, data iterators). The newest
+    checkpoint in ``directory`` is restored first (every saved value must find
+    its object: a checkpoint of another program raises); ``train_step()`` runs
+    once per step and must not touch ``step``, which this loop increments; a
+    checkpoint is saved every ``save_every`` steps and at the end. ``stop_at``
+    ends the run early (to simulate an interruption). ``before_save(n)`` is
+    called just before each save. Returns the newest checkpoint's path.
+
+    Example:
+        >>> step = tf.Variable(0, dtype=tf.int64)
+        >>> w = tf.Variable(1.0)
+        >>> ckpt = tf.train.Checkpoint(step=step, w=w)
+        >>> train_resumably(ckpt, step, lambda: w.assign(w * 2), "run", 3)  # doctest: +SKIP
+        'run/ckpt-3'
+    """
+    if not isinstance(step, tf.Variable) or not step.dtype.is_integer:
+        raise TrainingStateError(f"step must be an integer tf.Variable, got {type(step).__name__}")
+    if not isinstance(checkpoint, tf.train.Checkpoint):
+        raise TrainingStateError(f"checkpoint must be a tf.train.Checkpoint, got {type(checkpoint).__name__}")
+    if not any(obj is step for _, obj in _walk(checkpoint)):
+        raise TrainingStateError("the checkpoint does not track `step`: add it, e.g. tf.train.Checkpoint(..., step=step)")
+    for name, value in (("total_steps", total_steps), ("save_every", save_every), ("max_to_keep", max_to_keep)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < (0 if name == "total_steps" else 1):
+            raise ValueError(f"{name} must be a {'non-negative' if name == 'total_steps' else 'positive'} int, got {value!r}")
+    folder = os.fspath(directory)
+    if os.path.exists(folder) and not os.path.isdir(folder):
+        raise NotACheckpointError(folder, "a file, not a folder to keep checkpoints in")
+    if any(char in folder for char in "[]*?"):
+        # TensorFlow finds a checkpoint's files by glob: it would save there, then fail to restore
+        raise NotACheckpointError(folder, "TensorFlow reads '[', ']', '*' and '?' in a checkpoint path as glob "
+                                          "patterns and cannot restore from it: use a folder name without them")
+    manager = tf.train.CheckpointManager(checkpoint, folder, max_to_keep=max_to_keep)
+    if manager.latest_checkpoint:
+        try:
+            checkpoint.restore(manager.latest_checkpoint).assert_existing_objects_matched()
+        except AssertionError as error:
+            raise TrainingStateError(
+                f"the newest checkpoint in {folder!r} does not fit this run: {str(error).splitlines()[0][:200]}"
+            ) from None
+    end = total_steps if stop_at is None else min(stop_at, total_steps)
+    while int(step) < end:
+        train_step()
+        step.assign_add(1)
+        if int(step) % save_every == 0 or int(step) == total_steps:
+            if before_save is not None:
+                before_save(int(step))
+            manager.save(checkpoint_number=int(step))
+    return manager.latest_checkpoint
+
+
+# --------------------------------------------------------------------------- crashes
+
+
+@dataclass(frozen=True)
+class FolderAudit:
+    """What a checkpoint folder holds after a crash (see ``audit_checkpoint_folder``)."""
+
+    latest: str | None
+    latest_loads: bool
+    listed: tuple[str, ...]
+    listed_missing: tuple[str, ...]
+    leftovers: tuple[str, ...]
+    unlisted: tuple[str, ...] = field(default=())
+
+    @property
+    def ok(self) -> bool:
+        """The state file names a latest checkpoint, and every value of it reads back."""
+        return self.latest is not None and self.latest_loads
+
+
+def audit_checkpoint_folder(directory: str | os.PathLike) -> FolderAudit:
+    """Check a folder written by ``CheckpointManager`` after the process died.
+
+    Reports the checkpoint the ``checkpoint`` state file names as latest and
+    whether all its values read back, the older checkpoints it lists whose
+    files are gone, checkpoints on disk it does not list, and leftovers of an
+    interrupted save (``*_temp`` folders). Raises ``NotACheckpointError`` for
+    a missing folder; a folder with no state file yet gives ``latest=None``.
+
+    Example:
+        >>> audit_checkpoint_folder("run").ok     # doctest: +SKIP
+        True
+    """
+    folder = os.fspath(directory)
+    if not os.path.isdir(folder):
+        raise NotACheckpointError(folder, "no such folder" if not os.path.exists(folder) else "a file, not a folder")
+    names = sorted(os.listdir(folder))
+    leftovers = tuple(name for name in names if name.endswith("_temp") or ".tmp" in name or "tempstate" in name)
+    on_disk = {name[: -len(".index")] for name in names if name.endswith(".index")}
+    state = tf.train.get_checkpoint_state(folder) if os.path.exists(os.path.join(folder, "checkpoint")) else None
+    if state is None or not state.model_checkpoint_path:
+        return FolderAudit(None, False, (), (), leftovers, tuple(sorted(on_disk)))
+    def local(path: str) -> str:
+        return os.path.join(folder, os.path.basename(path))  # state files may name other machines' paths
+    listed = tuple(os.path.basename(p) for p in state.all_model_checkpoint_paths) or (os.path.basename(state.model_checkpoint_path),)
+    missing = tuple(name for name in listed if not os.path.exists(local(name) + ".index"))
+    latest = local(state.model_checkpoint_path)
+    try:
+        reader = open_checkpoint(latest)
+        for key, dtype in reader.get_variable_to_dtype_map().items():
+            if dtype == tf.variant:  # a tf.data iterator's state: NumPy cannot hold it, TensorFlow can
+                tf.raw_ops.RestoreV2(prefix=latest, tensor_names=[key], shape_and_slices=[""], dtypes=[dtype])
+            else:
+                read_tensor(reader, latest, key)
+        loads = True
+    except (NotACheckpointError, tf.errors.OpError):
+        loads = False
+    unlisted = tuple(sorted(on_disk - set(listed)))
+    return FolderAudit(os.path.basename(latest), loads, listed, missing, leftovers, unlisted)
+
+
+# --------------------------------------------------------------------------- processes
+
+
+def _worker_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = dict(os.environ)
+    root = str(Path(__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    env.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
+    env.pop("TF_CONFIG", None)
+    env.update(extra or {})
+    return env
+
+
+def _worker_command(args: Sequence[str]) -> list[str]:
+    return [sys.executable, "-m", "helpers._resume_worker", *map(str, args)]
+
+
+def _last_json(text: str) -> dict:
+    for line in reversed(text.splitlines()):
+        if line.startswith("{"):
+            return json.loads(line)
+    raise RuntimeError("the worker printed no result")
+
+
+def run_worker(*args: object, timeout: float = 120) -> dict:
+    """Run ``python -m helpers._resume_worker ARGS`` in a fresh process; its JSON result.
+
+    Raises ``RuntimeError`` with the end of the worker's error output if it fails.
+
+    Example:
+        >>> run_worker("train", "--dir", "run", "--steps", 8)["step"]   # doctest: +SKIP
+        8
+    """
+    done = subprocess.run(_worker_command([str(a) for a in args]), capture_output=True, text=True,
+                          timeout=timeout, env=_worker_env())
+    if done.returncode != 0:
+        raise RuntimeError(f"worker {args[0]!r} failed with code {done.returncode}:\n" + done.stderr[-1500:])
+    return _last_json(done.stdout)
+
+
+def crash_and_resume(
+    directory: str | os.PathLike,
+    kills: int = 4,
+    seed: int = 0,
+    steps: int = 40,
+    timeout: float = 120,
+    naive: bool = False,
+    width: int = 32,
+) -> list[dict]:
+    """Start the training worker ``kills`` times, SIGKILL it at a random moment each time.
+
+    Each run resumes from what the previous one left. The kill comes a
+    random 0-40 ms after the worker announces its 2nd, 3rd or 4th save since
+    it started (so many land inside the save) or, one time in three,
+    10-50 ms after the announcement (often after the save ended).
+    ``width`` sizes the model: wider means longer saves. After each kill the
+    folder is audited (``audit_checkpoint_folder``, or for ``naive=True``
+    the worker's own check of its plain files). Returns one row per kill.
+
+    Example:
+        >>> rows = crash_and_resume("crashy", kills=2)   # doctest: +SKIP
+    """
+    if kills < 1:
+        raise ValueError(f"kills must be at least 1, got {kills!r}")
+    rng = random.Random(seed)
+    folder = os.fspath(directory)
+    rows = []
+    for attempt in range(1, kills + 1):
+        mode = "naive" if naive else "train"
+        process = subprocess.Popen(
+            _worker_command([mode, "--dir", folder, "--steps", steps, "--width", width, "--announce"]),
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=_worker_env(),
+        )
+        saves_to_wait = rng.randint(2, 4)  # the first save of a start completes
+        between = rng.random() < 1 / 3
+        delay = rng.uniform(0.0, 0.04)
+        seen, killed_at, deadline = 0, None, time.monotonic() + timeout
+        assert process.stdout is not None
+        for line in process.stdout:
+            if time.monotonic() > deadline:
+                break
+            if line.startswith("saving"):
+                seen += 1
+                if seen == saves_to_wait:
+                    time.sleep(0.01 + delay if between else delay)
+                    killed_at = int(line.split()[1])
+                    break
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=30)
+        process.stdout.close()
+        if naive:
+            from helpers._resume_worker import naive_audit
+
+            report = naive_audit(folder)
+        else:
+            audit = audit_checkpoint_folder(folder)
+            report = {"latest": audit.latest, "latest_loads": audit.latest_loads,
+                      "listed_missing": len(audit.listed_missing), "leftovers": len(audit.leftovers)}
+        rows.append({"kill": attempt, "near save": killed_at, "moment": "after it" if between else "during it", **report})
+    return rows
+
+
+def free_ports(count: int = 2) -> list[int]:
+    """``count`` free TCP ports on 127.0.0.1, chosen by the operating system now.
+
+    Example:
+        >>> len(set(free_ports(2)))
+        2
+    """
+    sockets = [socket.socket(socket.AF_INET, socket.SOCK_STREAM) for _ in range(count)]
+    try:
+        for s in sockets:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
+
+
+def run_two_workers(directory: str | os.PathLike, steps: int = 6, timeout: float = 90) -> list[dict]:
+    """Train with ``MultiWorkerMirroredStrategy`` on two worker processes on 127.0.0.1.
+
+    Each worker gets a ``TF_CONFIG`` naming both (ports chosen now), trains
+    ``steps`` steps and saves: the chief into ``directory/chief``, the other
+    into a temporary folder it deletes. Both are killed after ``timeout``
+    seconds, so the call always returns. Returns each worker's JSON report.
+
+    Example:
+        >>> [r["role"] for r in run_two_workers("multi")]   # doctest: +SKIP
+        ['chief', 'worker']
+    """
+    folder = os.fspath(directory)
+    ports = ",".join(map(str, free_ports(2)))
+    processes = [
+        subprocess.Popen(
+            _worker_command(["multiworker", "--dir", folder, "--steps", steps, "--index", index, "--ports", ports]),
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_worker_env(),
+        )
+        for index in (0, 1)
+    ]
+    reports = []
+    deadline = time.monotonic() + timeout
+    for process in processes:
+        try:
+            out, err = process.communicate(timeout=max(1.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            for p in processes:
+                p.kill()
+            raise RuntimeError(f"the workers did not finish within {timeout} s and were stopped") from None
+        if process.returncode != 0:
+            for p in processes:
+                p.kill()
+            raise RuntimeError(f"a worker failed with code {process.returncode}:\n{err[-1500:]}")
+        reports.append(_last_json(out))
+    return reports
+
+
+def time_saves(
+    make_checkpoint: Callable[[], tf.train.Checkpoint],
+    train_step: Callable[[], object],
+    prefix: str | os.PathLike,
+    steps: int = 30,
+    save_every: int = 5,
+    options: tf.train.CheckpointOptions | None = None,
+) -> np.ndarray:
+    """Seconds taken by each of ``steps`` training steps, writing a checkpoint every ``save_every``.
+
+    A step's time includes the save that follows it, so saves show as
+    stalls. With ``options=None`` nothing is written; pass
+    ``tf.train.CheckpointOptions()`` for synchronous writes or
+    ``CheckpointOptions(enable_async=True)`` for asynchronous ones. Each
+    write uses a new ``make_checkpoint()`` (with Keras 3 variables, one
+    ``tf.train.Checkpoint`` object can save asynchronously only once) at
+    ``prefix-<step>``; the call waits for every asynchronous write to end.
+
+    Example:
+        >>> times = time_saves(lambda: tf.train.Checkpoint(model=model), step_fn, "timing/ckpt",
+        ...                    options=tf.train.CheckpointOptions())   # doctest: +SKIP
+    """
+    if steps < 1 or save_every < 1:
+        raise ValueError(f"steps and save_every must be positive, got {steps!r} and {save_every!r}")
+    times = np.zeros(steps)
+    pending = []
+    for i in range(steps):
+        start = time.perf_counter()
+        train_step()
+        if options is not None and (i + 1) % save_every == 0:
+            checkpoint = make_checkpoint()
+            checkpoint.write(f"{os.fspath(prefix)}-{i + 1}", options=options)
+            pending.append(checkpoint)
+        times[i] = time.perf_counter() - start
+    if options is not None and options.enable_async:
+        for checkpoint in pending:
+            checkpoint.sync()
+    return times
+
+
+# --------------------------------------------------------------------------- model.fit
+
+
+class _Interrupted(Exception):
+    """Raised by ``_InterruptAfter`` to stop ``fit`` the way a crash would."""
+
+
+class _InterruptAfter(keras.callbacks.Callback):
+    def __init__(self, batches: int) -> None:
+        super().__init__()
+        self.batches, self.seen = batches, 0
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.seen += 1
+        if self.seen == self.batches:
+            raise _Interrupted()
+
+
+def fit_with_interruption(
+    make_model: Callable[[], keras.Model],
+    x: np.ndarray,
+    y: np.ndarray,
+    backup_dir: str | os.PathLike,
+    *,
+    epochs: int,
+    batch_size: int,
+    stop_after_batches: int,
+    save_freq: str | int = "epoch",
+) -> keras.Model:
+    """``fit`` with ``BackupAndRestore``, interrupted after some batches, then fit again on a fresh model.
+
+    ``make_model()`` must return a compiled, built model, made the same way
+    each time (seeded): the second model stands for the one a restarted
+    process builds. Returns that second model after its ``fit``.
+
+    Example:
+        >>> resumed = fit_with_interruption(make_model, x, y, "backup", epochs=4,
+        ...                                 batch_size=16, stop_after_batches=9)   # doctest: +SKIP
+    """
+    if stop_after_batches < 1:
+        raise ValueError(f"stop_after_batches must be at least 1, got {stop_after_batches!r}")
+    folder = os.fspath(backup_dir)
+    first = make_model()
+    try:
+        first.fit(x, y, epochs=epochs, batch_size=batch_size, verbose=0,
+                  callbacks=[keras.callbacks.BackupAndRestore(folder, save_freq=save_freq),
+                             _InterruptAfter(stop_after_batches)])
+    except _Interrupted:
+        pass
+    else:
+        raise ValueError(f"fit ended before batch {stop_after_batches}: nothing was interrupted")
+    second = make_model()
+    second.fit(x, y, epochs=epochs, batch_size=batch_size, verbose=0,
+               callbacks=[keras.callbacks.BackupAndRestore(folder, save_freq=save_freq)])
+    return second
