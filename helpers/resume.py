@@ -386,7 +386,7 @@ def _worker_env(extra: dict[str, str] | None = None) -> dict[str, str]:
 
 
 def _worker_command(args: Sequence[str]) -> list[str]:
-    return [sys.executable, "-m", "helpers._resume_worker", *map(str, args)]
+    return [sys.executable, "-m", "helpers.resume_worker", *map(str, args)]
 
 
 def _last_json(text: str) -> dict:
@@ -397,7 +397,7 @@ def _last_json(text: str) -> dict:
 
 
 def run_worker(*args: object, timeout: float = 120) -> dict:
-    """Run ``python -m helpers._resume_worker ARGS`` in a fresh process; its JSON result.
+    """Run ``python -m helpers.resume_worker ARGS`` in a fresh process; its JSON result.
 
     Raises ``RuntimeError`` with the end of the worker's error output if it fails.
 
@@ -463,7 +463,7 @@ def crash_and_resume(
         process.wait(timeout=30)
         process.stdout.close()
         if naive:
-            from helpers._resume_worker import naive_audit
+            from helpers.resume_worker import naive_audit
 
             report = naive_audit(folder)
         else:

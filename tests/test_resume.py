@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from helpers._resume_worker import build_run, naive_audit
+from helpers.resume_worker import build_run, naive_audit
 from helpers.errors import NotACheckpointError
 from helpers.resume import (
     TrainingStateError,

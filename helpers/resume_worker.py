@@ -1,4 +1,4 @@
-"""The training program notebook 11 runs in fresh processes: ``python -m helpers._resume_worker MODE ...``.
+"""The training program notebook 11 runs in fresh processes: ``python -m helpers.resume_worker MODE ...``.
 
 Modes (each prints one JSON line at the end):
 
@@ -237,7 +237,7 @@ def _multiworker(args: argparse.Namespace) -> dict:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m helpers._resume_worker")
+    parser = argparse.ArgumentParser(prog="python -m helpers.resume_worker")
     parser.add_argument("mode", choices=["train", "naive", "multiworker"])
     parser.add_argument("--dir", required=True)
     parser.add_argument("--steps", type=int, default=30)
