@@ -118,6 +118,8 @@ def rewrite_links(page_html: str, source: str, page: str, chapters: dict[str, Ch
     return _HREF.sub(rewrite, page_html)
 
 
+# No favicon: an empty one keeps browsers from asking the server for /favicon.ico.
+_NO_ICON = '<link rel="icon" href="data:,">'
 _STYLE = """
 body.course-page { margin: 0; font-family: system-ui, -apple-system, "Segoe UI", sans-serif; }
 .course-nav { position: sticky; top: 0; z-index: 10; background: #263238; color: #eceff1;
@@ -162,7 +164,7 @@ def text_page(title: str, body: str, nav: str) -> str:
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>{html.escape(title)} · TensorFlow model state</title><style>{_STYLE}</style></head>"
+        f"<title>{html.escape(title)} · TensorFlow model state</title>{_NO_ICON}<style>{_STYLE}</style></head>"
         f'<body class="course-page">{nav}<main class="course-text">{body}</main></body></html>\n'
     )
 
@@ -173,7 +175,7 @@ def chapter_page(notebook: nbformat.NotebookNode, title: str, nav: str, fix_link
     body, _ = exporter.from_notebook_node(notebook, resources={"metadata": {"name": title}})
     body = fix_links(_EXTERNAL_SCRIPT.sub("", body))
     body = _REMOTE_MODULE.sub("", body)
-    body = body.replace("</head>", f"<style>{_STYLE}</style></head>", 1)
+    body = body.replace("</head>", f'{_NO_ICON}<style>{_STYLE}</style></head>', 1)
     return re.sub(r"<body([^>]*)>", lambda m: f"<body{m[1]}>\n{nav}", body, count=1)
 
 
