@@ -219,6 +219,7 @@ _ERROR_SCAFFOLDING = re.compile(
     r"^\s*(Graph execution error:|Detected at node .* defined at|Node: '|\[\[\{\{node |Original error:|in user code:)"
 )
 _STACK_FRAME = re.compile(r'^(?P<indent>\s*)File "')
+_EAGER_FUNCTION_NODE = re.compile(r"\{\{function_node [^}]*\}\}\s*")
 
 
 def error_summary(error: BaseException, max_lines: int = 3) -> list[str]:
@@ -250,6 +251,7 @@ def error_summary(error: BaseException, max_lines: int = 3) -> list[str]:
             continue
         if line.strip().startswith(prefix):
             line = line.strip()[len(prefix):]
+        line = _EAGER_FUNCTION_NODE.sub("", line)  # "{{function_node __wrapped__Mean_device_/job:...}} "
         kept.append(hide_work_folder(line.rstrip()))
     if not kept:
         return [""]

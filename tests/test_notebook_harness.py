@@ -156,3 +156,11 @@ def test_error_summary_of_a_tf_function_tracing_error():
 def test_error_summary_keeps_indented_detail_lines():
     message = "checkpoint 'c' does not match m:\n  missing from the checkpoint: 'b'"
     assert notebook.error_summary(ValueError(message)) == ["checkpoint 'c' does not match m:", "  missing from the checkpoint: 'b'"]
+
+
+def test_error_summary_drops_the_eager_function_node_prefix():
+    from helpers.notebook import error_summary
+
+    error = ValueError("{{function_node __wrapped__Mean_device_/job:localhost/replica:0/task:0/device:CPU:0}} "
+                       "Invalid reduction dimension (2 for input with 2 dimension(s) [Op:Mean]")
+    assert error_summary(error) == ["Invalid reduction dimension (2 for input with 2 dimension(s) [Op:Mean]"]

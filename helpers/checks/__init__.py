@@ -202,6 +202,8 @@ _CAUSES: list[tuple[re.Pattern[str], str]] = [
      "no checkpoint at that path: pass the prefix (no .index or .data suffix) that save() returned."),
     (re.compile(r"Incompatible shapes|Dimensions must be equal|are incompatible|Matrix size-incompatible"),
      "two shapes do not fit together: print the .shape of each operand on that line."),
+    (re.compile(r"Invalid reduction dimension|axis \S+ is out of bounds"),
+     "that axis does not exist: print the tensor's .shape (axes count from 0; -1 is the last)."),
     (re.compile(r"required positional argument|positional arguments? but|unexpected keyword argument"),
      "your function's parameters differ from the ones the exercise gives: keep its signature."),
 ]
