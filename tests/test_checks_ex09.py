@@ -111,7 +111,7 @@ def test_call_serving_default_alternatives(answer, capsys):
 @pytest.mark.parametrize(
     "answer, hint",
     [
-        (hard_coded_input, r"(?s)raised TypeError in hard_coded_input.*missing a required argument: 'measurements'"),
+        (hard_coded_input, r"(?s)raised TypeError in hard_coded_input.*missing a required (keyword-only )?argument: 'measurements'"),
         (hard_coded_output, r"(?s)raised KeyError in hard_coded_output.*'output_0'.*print its keys"),
         (returns_the_dict, r"returned a dict \(\['probability'\]\)"),
         (returns_a_tensor, r"returned a EagerTensor; return a NumPy array"),
