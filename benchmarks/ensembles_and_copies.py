@@ -22,6 +22,7 @@ import sys
 import tempfile
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")  # as the notebooks run (helpers.notebook)
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import keras  # noqa: E402
@@ -61,13 +62,15 @@ def ensembles(quick: bool) -> None:
     for title, (sizes, batch_size) in cases.items():
         batch = np.random.default_rng(0).normal(size=(batch_size, sizes[0])).astype(np.float32)
         runners = ensemble_runners(members, batch, graph_mlp(sizes), keras_mlp(sizes))
-        rows = []
+        rows, vectorized = [], []
         for n, fns in runners.items():
-            seconds = compare_seconds(fns, repeat=5)
+            seconds = compare_seconds(fns, repeat=9, min_seconds=0.05)
             best = min(seconds["one fused run"], seconds["one tf.function"])
             rows.append([n, f"{1e3 * best:.3f}", *(ratio_text(seconds[w] / best) for w in ways)])
+            vectorized.append(seconds["vectorized"] / best)
         print(f"\nchapter 03, {title}: time / faster of (fused run, one tf.function)")
         print(format_table(["N", "best (ms)", *ways], rows))
+        print(f"vectorized: {ratio_text(min(vectorized))} to {ratio_text(max(vectorized))} of the faster one-call way")
 
 
 def copies(quick: bool) -> None:
@@ -101,7 +104,7 @@ def eager_copy_cost() -> None:
         "hard: same assigns in a tf.function": assigns,
         "soft: copy_weights, eager, tau=0.01": lambda: copy_weights(src, dst, tau=0.01),
         "soft: same assigns in a tf.function": soft_assigns,
-    }, repeat=7)
+    }, repeat=15, min_seconds=0.05)
     print("\ncopy_weights' fixed cost, 8 small variables (ratio to the same assigns in a tf.function)")
     rows = []
     for kind in ("hard", "soft"):

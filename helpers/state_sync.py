@@ -19,6 +19,7 @@ A soft update moves the destination a fraction ``tau`` of the way::
 
 from __future__ import annotations
 
+import dataclasses
 import numbers
 import weakref
 from collections.abc import Sequence
@@ -155,10 +156,11 @@ def copy_weights(src, dst, tau: float = 1.0) -> int:
 
     Call it eagerly, or inside your own ``tf.function``. Eagerly, the
     structure of a pair is checked on its first copy only, and all the
-    assigns run as ONE compiled function call, made on the first copy and
+    assigns run as ONE call of a traced function, made on the first copy and
     kept on ``dst`` (it holds the pair's variables, so ``dst`` keeps ``src``'s
-    variables alive), which makes a sync at every step cost about what the
-    same assigns in your own ``tf.function`` cost.
+    variables alive). It is called directly, without ``tf.function``'s
+    per-call argument matching, so a sync at every step costs less than the
+    same assigns in your own ``tf.function``.
     Refusals (other structures, shared variables) happen before anything is
     written. Inside your own ``tf.function``, let it close over the models.
     A Keras 3 variable passed AS AN ARGUMENT of a ``tf.function`` arrives as
@@ -174,24 +176,43 @@ def copy_weights(src, dst, tau: float = 1.0) -> int:
     """
     tau = _check_tau(tau)
     src_vars, dst_vars = _variables_of(src, "src"), _variables_of(dst, "dst")
-    key = (tuple(map(id, src_vars)), tuple(map(id, dst_vars)))
-    checked = _CHECKED.get(key)
-    if checked is None or not all(ref() is v for ref, v in zip(checked, src_vars + dst_vars)):
-        _check_pair(src_vars, dst_vars)
-        if len(_CHECKED) >= 64:  # a few pairs are synced over and over; forget the oldest
-            _CHECKED.pop(next(iter(_CHECKED)))
-        _CHECKED[key] = tuple(weakref.ref(v) for v in src_vars + dst_vars)
-    _refuse_soft_update_of_integers(dst_vars, tau)
+    checked = _checked_pair(src_vars, dst_vars)
+    if tau != 1.0 and checked.integers:
+        _refuse_soft_update_of_integers(dst_vars, tau)
     if tf.executing_eagerly():
-        _compiled_copy(dst, key, src_vars, dst_vars)(tau)
+        _compiled_copy(dst, checked.key, src_vars, dst_vars)(tau)
     else:
         for s, d in zip(src_vars, dst_vars):
             _assign(d, s, tau)
     return len(src_vars)
 
 
-# Pairs whose structure was checked: (ids) -> weak references, so a check runs once per pair.
-_CHECKED: dict[tuple, tuple] = {}
+@dataclasses.dataclass(frozen=True)
+class _CheckedPair:
+    """A (src, dst) pair of variable lists whose structure was checked."""
+
+    key: tuple  # the variables' ids
+    refs: tuple  # weak references to them, to tell a recycled id from the same variable
+    integers: bool  # does dst hold integer variables (refused by a soft update)?
+
+
+# Checked pairs by their variables' ids, so a check runs once per pair, not once per copy.
+_CHECKED: dict[tuple, _CheckedPair] = {}
+
+
+def _checked_pair(src_vars: list, dst_vars: list) -> _CheckedPair:
+    key = (tuple(map(id, src_vars)), tuple(map(id, dst_vars)))
+    checked = _CHECKED.get(key)
+    if checked is not None and all(ref() is v for ref, v in zip(checked.refs, src_vars + dst_vars)):
+        return checked
+    for variables, what in ((src_vars, "src"), (dst_vars, "dst")):
+        _refuse_non_variables(variables, what)
+    _check_pair(src_vars, dst_vars)
+    if len(_CHECKED) >= 64:  # a few pairs are synced over and over; forget the oldest
+        _CHECKED.pop(next(iter(_CHECKED)))
+    integers = any(not tf.as_dtype(v.dtype).is_floating for v in dst_vars)
+    checked = _CHECKED[key] = _CheckedPair(key, tuple(weakref.ref(v) for v in src_vars + dst_vars), integers)
+    return checked
 
 
 def _check_pair(src_vars: list, dst_vars: list) -> None:
@@ -249,33 +270,36 @@ def _compiled_copy(dst, key: tuple, src_vars: list, dst_vars: list):
 
 
 class _CopyPlan:
-    """The compiled copies of one (src, dst) pair: ``plan(tau)``."""
+    """The compiled copies of one (src, dst) pair: ``plan(tau)``.
+
+    Each is a traced function called directly (a concrete function): that
+    skips ``tf.function``'s per-call argument matching, a fixed cost as large
+    as the assigns of a small model. The assigns write the ``tf.Variable``s
+    behind Keras' variables and read nothing back.
+    """
 
     _FIXED_TAUS = 4  # no-argument functions for this many values of tau
 
     def __init__(self, pairs: list) -> None:
-        self.pairs = pairs
+        self.pairs = [(_tf_variable(s), _tf_variable(d)) for s, d in pairs]
         self.by_tau: dict[float, object] = {}
 
-        @tf.function
-        def any_tau(tau):
-            for s, d in pairs:
+        def blend(tau):
+            for s, d in self.pairs:
                 t = tf.cast(tau, d.dtype)
-                d.assign((1.0 - t) * d + t * s)
+                d.assign((1.0 - t) * d + t * s, read_value=False)
 
-        self.any_tau = any_tau
+        self.any_tau = tf.function(blend).get_concrete_function(tf.TensorSpec([], tf.float64))
 
     def __call__(self, tau: float) -> None:
         function = self.by_tau.get(tau)
         if function is None and len(self.by_tau) < self._FIXED_TAUS:
-            pairs = self.pairs
 
-            @tf.function
-            def function():  # no arguments: calling it costs no argument matching
-                for s, d in pairs:
-                    _assign(d, s, tau)
+            def assign_all():  # no arguments: calling it matches nothing
+                for s, d in self.pairs:
+                    d.assign(s if tau == 1.0 else (1.0 - tau) * d + tau * s, read_value=False)
 
-            self.by_tau[tau] = function
+            function = self.by_tau[tau] = tf.function(assign_all).get_concrete_function()
         if function is None:
             self.any_tau(tf.constant(tau, tf.float64))
         else:
@@ -333,6 +357,10 @@ def _variables_of(obj, what: str) -> list:
             f"{what} must be a Keras model or layer, a tf.Module or a list of variables, "
             f"got {type(obj).__name__}"
         )
+    return variables
+
+
+def _refuse_non_variables(variables: list, what: str) -> None:
     for variable in variables:
         if isinstance(variable, tf.Tensor):
             raise TypeError(
@@ -341,7 +369,6 @@ def _variables_of(obj, what: str) -> list:
             )
         if not hasattr(variable, "assign"):
             raise TypeError(f"{what} holds a {type(variable).__name__}, not a variable")
-    return variables
 
 
 def _assign(dst, src, tau: float):
