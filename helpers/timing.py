@@ -6,6 +6,8 @@ result), not a page of loops. The loops live here:
 * ``seconds_per_call(fn)``: one call's time, the median of several samples
   of enough calls each to be measurable (``timeit``'s way);
 * ``compare_seconds(fns)``: the same for several functions, sampled in turns;
+* ``first_and_later_seconds(fn)``: the first call (which traces or compiles)
+  against a later one;
 * ``ensemble_runners(...)``: the ways of running N members of an ensemble
   (chapter 03), each a function that computes every member's output once;
 * ``weight_copy_steps(...)``: the ways of keeping a copy of a network's
@@ -32,7 +34,14 @@ import tensorflow as tf
 from helpers.files import refuse_existing_checkpoint
 from helpers.state_sync import copy_weights, make_sync_op
 
-__all__ = ["compare_seconds", "ensemble_runners", "ratio_text", "seconds_per_call", "weight_copy_steps"]
+__all__ = [
+    "compare_seconds",
+    "ensemble_runners",
+    "first_and_later_seconds",
+    "ratio_text",
+    "seconds_per_call",
+    "weight_copy_steps",
+]
 
 V1 = tf.compat.v1
 
@@ -59,6 +68,23 @@ def seconds_per_call(
         number *= 2
     samples = [elapsed / number] + [_run(fn, number) / number for _ in range(repeat - 1)]
     return min(samples) if best else statistics.median(samples)
+
+
+def first_and_later_seconds(fn: Callable[[], object], *, repeat: int = 7) -> tuple[float, float]:
+    """Seconds of the FIRST call of ``fn()``, which pays for tracing or compiling, and of a later call.
+
+    Call it with a function that has not run yet; the later call's time is
+    ``seconds_per_call``'s median. ``repeat`` must be at least 1.
+
+    Example:
+        >>> first, later = first_and_later_seconds(tf.function(lambda: tf.ones([2]) * 2.0), repeat=3)
+    """
+    if repeat < 1:
+        raise ValueError(f"repeat must be at least 1, got {repeat}")
+    start = time.perf_counter()
+    fn()
+    first = time.perf_counter() - start
+    return first, seconds_per_call(fn, repeat=repeat)
 
 
 def compare_seconds(

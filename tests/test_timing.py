@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import keras
 import numpy as np
 import pytest
@@ -9,7 +11,8 @@ import tensorflow as tf
 
 from helpers import timing
 from helpers.errors import WouldOverwriteError
-from helpers.timing import compare_seconds, ensemble_runners, ratio_text, seconds_per_call, weight_copy_steps
+from helpers.timing import (compare_seconds, ensemble_runners, first_and_later_seconds, ratio_text, seconds_per_call,
+                            weight_copy_steps)
 
 V1 = tf.compat.v1
 
@@ -29,7 +32,20 @@ def test_compare_seconds_samples_every_function_in_turns():
     assert order[-6:] == ["a", "b"] * 3
 
 
-@pytest.mark.parametrize("function", [seconds_per_call, compare_seconds])
+def test_first_and_later_seconds_times_the_first_call_alone():
+    calls = []
+
+    def traced_on_first_call():
+        calls.append(len(calls))
+        if len(calls) == 1:
+            time.sleep(0.05)  # what tracing or compiling costs, once
+
+    first, later = first_and_later_seconds(traced_on_first_call, repeat=3)
+    assert first >= 0.05 and 0 <= later < 0.05  # the later time never includes the first call
+    assert calls[0] == 0 and len(calls) >= 1 + 1 + 3  # the first call, seconds_per_call's warm-up, 3 samples
+
+
+@pytest.mark.parametrize("function", [seconds_per_call, compare_seconds, first_and_later_seconds])
 def test_repeat_must_be_positive(function):
     with pytest.raises(ValueError, match="repeat must be at least 1"):
         function({"a": lambda: None} if function is compare_seconds else (lambda: None), repeat=0)
