@@ -29,9 +29,8 @@ import tensorflow as tf
 from tensorflow.core.protobuf import trackable_object_graph_pb2
 
 from helpers.errors import CheckpointMismatchError, NotACheckpointError, StructureMismatchError, first_line
-from helpers.files import path_text
+from helpers.files import glob_safe_prefix, path_text
 from helpers.inspection import OBJECT_GRAPH_KEY, open_checkpoint, read_tensor, resolve_checkpoint
-from helpers.object_graph import literal_prefix
 from helpers.scopes import scope_name
 
 __all__ = [
@@ -112,8 +111,7 @@ def restore_into_scope(
                 var_list=dict(sorted(targets.items())), name=f"restore_{scope.replace('/', '_')}"
             )
         try:
-            with literal_prefix(prefix) as readable:  # TensorFlow takes [, *, ? in a path as a pattern
-                savers[key].restore(sess, readable)
+            savers[key].restore(sess, glob_safe_prefix(prefix))  # TensorFlow takes [, *, ? as a pattern
         except tf.errors.OpError as error:
             raise NotACheckpointError(
                 prefix, f"its data could not be read: the data file is truncated or damaged ({first_line(error)})"
@@ -166,11 +164,10 @@ def load_keras_ensemble(
         _raise_on_mismatch(prefix, f"the model under {root!r}", found, expected)
         # read(), unlike restore(), adds no save_counter of its own to match; whatever
         # else the file holds (save_counter, an optimizer) is left unread on purpose.
-        with literal_prefix(prefix) as readable:  # TensorFlow takes [, *, ? in a path as a pattern
-            try:
-                status = tf.train.Checkpoint(**{root: model}).read(readable)
-            except tf.errors.OpError as error:
-                raise NotACheckpointError(prefix, f"its data could not be read ({first_line(error)})") from None
+        try:  # TensorFlow takes [, *, ? in a path as a pattern
+            status = tf.train.Checkpoint(**{root: model}).read(glob_safe_prefix(prefix))
+        except tf.errors.OpError as error:
+            raise NotACheckpointError(prefix, f"its data could not be read ({first_line(error)})") from None
         status.assert_existing_objects_matched().expect_partial()
     return models
 

@@ -6,6 +6,10 @@ first with ``refuse_existing`` or ``refuse_existing_checkpoint``. Existence
 is tested literally, name by name, never with a glob pattern: a path such as
 ``runs/[best]*`` is protected like any other.
 
+TensorFlow's checkpoint functions take a prefix for a glob pattern, so a
+checkpoint under ``runs/[1]/`` cannot be read by its name; every recipe hands
+TensorFlow ``glob_safe_prefix(prefix)`` instead.
+
 Example:
     >>> from pathlib import Path
     >>> path_text(Path("runs") / "model")
@@ -14,12 +18,18 @@ Example:
 
 from __future__ import annotations
 
+import atexit
 import os
+import re
+import shutil
+import tempfile
 
-from helpers.errors import WouldOverwriteError
+from helpers.errors import NotACheckpointError, WouldOverwriteError
 
 CHECKPOINT_SUFFIXES = (".index", ".meta")
 DATA_SUFFIX = ".data-"
+GLOB_CHARACTERS = re.compile(r"[][*?]")
+V1_SHARD = re.compile(r"-(\d{5}|\?{5})-of-(\d{5})$")  # an old sharded (V1) name: model-00000-of-00002
 
 
 def path_text(path: str | os.PathLike, what: str = "path") -> str:
@@ -39,6 +49,26 @@ def path_text(path: str | os.PathLike, what: str = "path") -> str:
         text = os.fsdecode(text)
     if not text:
         raise ValueError(f"the {what} is empty")
+    return text
+
+
+def checkpoint_path_text(path: str | os.PathLike, what: str = "checkpoint path") -> str:
+    """``path`` as a string, or ``NotACheckpointError`` when it is empty or holds a NUL character.
+
+    A ``TypeError`` names ``what`` when ``path`` is not a path at all.
+
+    Example:
+        >>> checkpoint_path_text("bad\\x00name")
+        Traceback (most recent call last):
+        ...
+        helpers.errors.NotACheckpointError: 'bad\\x00name' is not a readable checkpoint: a path cannot contain a NUL character
+    """
+    try:
+        text = path_text(path, what)
+    except ValueError as error:  # an empty path
+        raise NotACheckpointError("", str(error)) from None
+    if "\x00" in text:
+        raise NotACheckpointError(text, "a path cannot contain a NUL character")
     return text
 
 
@@ -86,3 +116,78 @@ def refuse_existing_checkpoint(prefix: str | os.PathLike) -> str:
     if checkpoint_files_at(text):
         raise WouldOverwriteError(text, "a checkpoint")
     return text
+
+
+# Links made by glob_safe_prefix: {(prefix, its files and their stats): the prefix to hand TensorFlow}.
+_LINKED: dict[tuple, str] = {}
+_LINK_ROOT: list[str] = []
+
+
+def glob_safe_prefix(prefix: str | os.PathLike) -> str:
+    """A prefix that TensorFlow reads as exactly the checkpoint ``prefix``, even with ``[``, ``*``, ``?`` in it.
+
+    TensorFlow takes a checkpoint prefix for a glob pattern: ``runs/[1]/model``
+    matches ``runs/1/model`` and never itself, so ``tf.train.load_checkpoint``,
+    ``tf.train.Checkpoint.read`` and ``Saver.restore`` cannot find it. A prefix
+    without those characters is returned as it is. Otherwise the checkpoint's
+    files (``.index``, ``.data-*``, ``.meta``; the shards of an old V1
+    checkpoint, whose ``-?????-of-N`` pattern is kept; an old single-file one)
+    get links with a plain name in a private folder under the system's
+    temporary folder, never beside your files, and the linked prefix is
+    returned. The links stay for as long as Python runs (TensorFlow may read
+    the files long after a restore starts: values of variables created later),
+    are reused by later calls, and are removed at exit. Where links cannot be
+    made, the files are copied there instead.
+
+    Raises ``NotACheckpointError`` when no checkpoint files have this prefix,
+    or when the path holds a NUL character.
+
+    Example:
+        >>> import tensorflow as tf
+        >>> path = tf.train.Checkpoint(v=tf.Variable(3.0)).write("run[1]/ckpt")  # doctest: +SKIP
+        >>> tf.train.load_checkpoint(glob_safe_prefix(path)).get_tensor(        # doctest: +SKIP
+        ...     "v/.ATTRIBUTES/VARIABLE_VALUE")
+        3.0
+        >>> glob_safe_prefix("surely/not/here")
+        Traceback (most recent call last):
+        ...
+        helpers.errors.NotACheckpointError: 'surely/not/here' is not a readable checkpoint: no checkpoint files with this prefix (no 'surely/not/here.index')
+    """
+    text = checkpoint_path_text(prefix, "checkpoint prefix")
+    name = os.path.basename(text)
+    shard = V1_SHARD.search(name)
+    stem = name[: shard.start()] if shard else name  # what the names of the checkpoint's files share
+    files = _files_of(text, stem, shard)
+    if not files and shard and shard[1] == "?????":
+        raise NotACheckpointError(text, "no shard files of this old (V1) checkpoint")
+    if not files:
+        raise NotACheckpointError(text, f"no checkpoint files with this prefix (no {text + '.index'!r})")
+    if not GLOB_CHARACTERS.search(text[: len(text) - len(name) + len(stem)]):
+        return text
+    key = (os.path.abspath(text), tuple((file, os.stat(file).st_mtime_ns) for file in files))
+    if key in _LINKED and os.path.isdir(os.path.dirname(_LINKED[key])):
+        return _LINKED[key]
+    if not _LINK_ROOT:
+        _LINK_ROOT.append(tempfile.mkdtemp(prefix="tf-glob-safe-checkpoints-"))
+        atexit.register(shutil.rmtree, _LINK_ROOT[0], ignore_errors=True)
+    alias = os.path.join(tempfile.mkdtemp(dir=_LINK_ROOT[0]), "ckpt")
+    for file in files:
+        target = alias + os.path.basename(file)[len(stem):]
+        try:
+            os.symlink(os.path.abspath(file), target)
+        except OSError:  # e.g. Windows without the right to make links
+            shutil.copyfile(file, target)
+    _LINKED[key] = alias + name[len(stem):]
+    return _LINKED[key]
+
+
+def _files_of(text: str, stem: str, shard: re.Match | None) -> list[str]:
+    """The files behind ``text``, found name by name (never by glob)."""
+    folder = os.path.dirname(text)
+    if shard and shard[1] == "?????":  # the pattern of an old sharded (V1) checkpoint
+        shards = [os.path.join(folder, f"{stem}-{index:05d}-of-{shard[2]}") for index in range(int(shard[2]))]
+        return [file for file in shards if os.path.isfile(file)]
+    own = [os.path.join(folder, name) for name in checkpoint_files_at(text)]
+    if not any(file.endswith(".index") for file in own) and os.path.isfile(text):
+        return [text]  # an old single-file (V1) checkpoint, or one shard of a V1 one
+    return own

@@ -31,12 +31,9 @@ Example:
 
 from __future__ import annotations
 
-import atexit
 import math
 import os
 import re
-import shutil
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -44,15 +41,13 @@ import numpy as np
 import tensorflow as tf
 
 from helpers.errors import NotACheckpointError, first_line
-from helpers.files import path_text
+from helpers.files import V1_SHARD, checkpoint_path_text, glob_safe_prefix, path_text
 from helpers.notebook import format_table
 
 OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
 STATE_FILE = "checkpoint"
 _OWN_FILE = re.compile(r"\.(index|meta|data-\d{5}-of-\d{5})$")
 _DATA_FILE = re.compile(r"\.data-(\d{5})-of-(\d{5})$")
-_V1_SHARD = re.compile(r"-(\d{5}|\?{5})-of-(\d{5})$")  # old sharded V1: model-00000-of-00002
-_GLOB = re.compile(r"[][*?]")
 
 
 # --------------------------------------------------------------------------- paths
@@ -99,30 +94,28 @@ def open_checkpoint(path: str | os.PathLike) -> tf.train.CheckpointReader:
 
 def _resolve_and_open(path: str | os.PathLike) -> tuple[str, tf.train.CheckpointReader]:
     """The prefix ``path`` names and a reader for it; opening the index is also the validity check."""
-    try:
-        text = path_text(path, "checkpoint path")
-    except ValueError as error:  # an empty path
-        raise NotACheckpointError("", str(error)) from None
+    text = checkpoint_path_text(path)
     if os.path.isdir(text):
         return _resolve_and_open(_prefix_in_folder(text))
     if os.path.isfile(text + ".index"):
-        reader = _open(text, [text + ".index", *_data_files(text)], "its index file")
+        reader = _open(text, "its index file")
         _require_data_files(text, reader)
         return text, reader
     if _OWN_FILE.search(text):
         prefix = text[: _OWN_FILE.search(text).start()]
         raise NotACheckpointError(text, f"this is one of a checkpoint's files; pass its prefix {prefix!r}")
-    shard = _V1_SHARD.search(text)
+    shard = V1_SHARD.search(text)
     if shard and (os.path.isfile(text) or shard[1] == "?????"):
-        return text, _open(text, _v1_shards(text, shard), "it as an old sharded (V1) checkpoint")
+        _require_v1_shards(text, shard)
+        return text, _open(text, "it as an old sharded (V1) checkpoint")
     if os.path.isfile(text):
-        return text, _open(text, [text], "it as a checkpoint (neither '<prefix>.index' beside it nor "
+        return text, _open(text, "it as a checkpoint (neither '<prefix>.index' beside it nor "
                                          "an old single-file V1 checkpoint)")
     raise NotACheckpointError(text, _why_missing(text))
 
 
 def _why_missing(text: str) -> str:
-    shard = _V1_SHARD.search(text)
+    shard = V1_SHARD.search(text)
     if shard and os.path.isfile(text[: shard.start()] + ".index"):
         return f"no such file; the checkpoint's prefix is {text[: shard.start()]!r}"
     if os.path.isfile(text + ".meta"):
@@ -156,10 +149,11 @@ def _require_data_files(prefix: str, reader: tf.train.CheckpointReader) -> None:
             prefix, f"its data files are truncated or damaged ({have} B; the index lists {needed} B)")
 
 
-def _v1_shards(text: str, shard: re.Match) -> list[str]:
+def _require_v1_shards(text: str, shard: re.Match) -> None:
+    """Refuse one shard of several (the pattern names them all) and a pattern with shards missing."""
     stem, total = text[: shard.start()], int(shard[2])
     if shard[1] != "?????" and total == 1:
-        return [text]
+        return
     if shard[1] != "?????":
         pattern = f"{stem}-?????-of-{total:05d}"
         raise NotACheckpointError(text, f"one of {total} shards of an old (V1) checkpoint; pass {pattern!r}")
@@ -167,7 +161,6 @@ def _v1_shards(text: str, shard: re.Match) -> list[str]:
     missing = [file for file in files if not os.path.isfile(file)]
     if missing:
         raise NotACheckpointError(text, f"shards of this old (V1) checkpoint are missing: {missing}")
-    return files
 
 
 def _prefix_in_folder(folder: str) -> str:
@@ -200,36 +193,16 @@ def _prefix_in_folder(folder: str) -> str:
         folder, f"its {STATE_FILE!r} state file names a checkpoint whose files are gone (tried {tried})")
 
 
-# TensorFlow's reader treats the prefix as a glob pattern: a name with [, *, ? cannot be
-# opened as it is. Such checkpoints are read through links with plain names.
-_LINK_ROOT: list[str] = []
-
-
-def _readable_name(prefix: str, files: list[str]) -> str:
-    if not _GLOB.search(prefix):
-        return prefix
-    if not _LINK_ROOT:
-        _LINK_ROOT.append(tempfile.mkdtemp(prefix="checkpoint-links-"))
-        atexit.register(shutil.rmtree, _LINK_ROOT[0], ignore_errors=True)
-    alias = os.path.join(tempfile.mkdtemp(dir=_LINK_ROOT[0]), "ckpt")
-    name = os.path.basename(prefix)
-    shard = _V1_SHARD.search(name)
-    stem = name[: shard.start()] if shard else name  # what the files' names share
-    for file in files:
-        target = alias + os.path.basename(file)[len(stem):]
-        try:
-            os.symlink(os.path.abspath(file), target)
-        except OSError:
-            shutil.copyfile(file, target)
-    return alias + name[len(stem):]
-
-
-def _open(prefix: str, files: list[str], what: str) -> tf.train.CheckpointReader:
+def _open(prefix: str, what: str) -> tf.train.CheckpointReader:
+    readable = glob_safe_prefix(prefix)  # TensorFlow takes [, *, ? in a path as a pattern
     try:
-        return tf.train.load_checkpoint(_readable_name(prefix, files))
+        return tf.train.load_checkpoint(readable)
     except (tf.errors.OpError, ValueError, RuntimeError) as error:
+        reason = first_line(error)
+        if readable != prefix:  # name the user's files, not the links
+            reason = reason.replace(readable, prefix)
         raise NotACheckpointError(
-            prefix, f"cannot read {what}: damaged or of another format ({first_line(error)})") from None
+            prefix, f"cannot read {what}: damaged or of another format ({reason})") from None
 
 
 def read_tensor(reader: tf.train.CheckpointReader, path: str | os.PathLike, key: str) -> np.ndarray:
@@ -409,7 +382,7 @@ def checkpoint_files(path: str | os.PathLike) -> CheckpointFiles:
     """
     prefix = resolve_checkpoint(path)
     folder, stem = os.path.split(prefix)
-    shard = _V1_SHARD.search(stem)
+    shard = V1_SHARD.search(stem)
     files = []
     for name in sorted(os.listdir(folder or ".")):
         role = _role_of(name, stem, shard)

@@ -12,8 +12,8 @@ Three recipes:
   ``ModelCheckpoint`` wrote, which ``tf.train.latest_checkpoint`` cannot see;
 
 plus ``owned_variables(model)``, every variable a model's layers and optimizer
-hold, tracked by Keras or not, and ``captured_warnings()``, which collects the
-warnings Keras raises or logs so that a notebook can show them.
+hold, tracked by Keras or not. (The warnings Keras raises or logs are shown
+with ``helpers.notebook.captured_warnings``.)
 
 Example:
     >>> import keras
@@ -31,10 +31,8 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
 import io
 import json
-import logging
 import math
 import os
 import re
@@ -57,7 +55,6 @@ __all__ = [
     "KerasFileDescription",
     "NotAKerasFileError",
     "SavedWeight",
-    "captured_warnings",
     "describe_keras_file",
     "latest_keras_file",
     "missing_from_file",
@@ -432,53 +429,3 @@ def latest_keras_file(folder: str | os.PathLike, suffix: str = ".weights.h5") ->
     return os.path.join(text, max(names, key=_natural_key))
 
 
-# --------------------------------------------------------------------------- warnings
-
-
-class _ListHandler(logging.Handler):
-    def __init__(self, messages: list[str]) -> None:
-        super().__init__(logging.WARNING)
-        self.messages = messages
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.messages.append(f"logged {record.levelname.lower()}: {first_line(ValueError(record.getMessage()))}")
-
-
-@contextlib.contextmanager
-def captured_warnings() -> Iterator[list[str]]:
-    """Collect what the block warns about: Python warnings and Keras/TensorFlow log warnings, one line each.
-
-    Keras reports some problems only as a ``UserWarning`` (``load_weights(...,
-    skip_mismatch=True)``) or as a line logged through absl (``save_format``
-    on a ``.keras`` name). Both are caught here instead of being printed, so
-    a notebook can show them, as ``warning: ...`` and ``logged warning:
-    ...`` lines; the logged ones come first. Deprecation warnings raised
-    inside NumPy and TensorFlow are left out.
-
-    Example:
-        >>> import warnings
-        >>> with captured_warnings() as caught:
-        ...     warnings.warn("weights skipped")
-        >>> caught
-        ['warning: weights skipped']
-    """
-    messages: list[str] = []
-    handler = _ListHandler(messages)
-    logger = logging.getLogger("absl")
-    level, propagate = logger.level, logger.propagate
-    logger.addHandler(handler)
-    logger.setLevel(logging.WARNING)
-    logger.propagate = False
-    try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            yield messages
-    finally:
-        logger.removeHandler(handler)
-        logger.setLevel(level)
-        logger.propagate = propagate
-    messages.extend(
-        f"warning: {first_line(ValueError(str(w.message)))}"
-        for w in caught
-        if not issubclass(w.category, DeprecationWarning)
-    )

@@ -34,9 +34,9 @@ from helpers.errors import (
     WouldOverwriteError,
     first_line,
 )
-from helpers.files import path_text, refuse_existing_checkpoint
+from helpers.files import checkpoint_path_text, glob_safe_prefix, path_text, refuse_existing_checkpoint
 from helpers.inspection import OBJECT_GRAPH_KEY, read_tensor, resolve_checkpoint
-from helpers.object_graph import literal_prefix, reading
+from helpers.object_graph import reading
 
 __all__ = [
     "ConvertedCheckpoint",
@@ -150,9 +150,7 @@ def _same_file(a: str, b: str) -> bool:
 
 def _refuse_to_write(out_prefix: str | os.PathLike, ckpt_path: str | os.PathLike | None = None) -> str:
     """``out_prefix`` as text, unless a checkpoint is there or it is the input checkpoint itself."""
-    out = path_text(out_prefix, "output prefix")
-    if "\x00" in out:
-        raise NotACheckpointError(out, "a path cannot contain a NUL character")
+    out = checkpoint_path_text(out_prefix, "output prefix")
     if out.endswith(("/", os.sep)) or os.path.isdir(out):
         raise NotACheckpointError(out, "this names a folder; a checkpoint prefix ends with a file name, e.g. 'ckpt'")
     if ckpt_path is not None and _same_file(out, path_text(ckpt_path, "checkpoint path")):
@@ -445,24 +443,25 @@ def object_based_to_name_based(
             "it is name-based; expected an object-based checkpoint written by tf.train.Checkpoint",
         )
     before = {key: variable.numpy() for key, variable in name_map.items()}
-    with literal_prefix(ckpt_path) as readable:
-        try:
-            # read() is restore() without the save counter, so that the check below
-            # is about root's variables only.
-            prefix = resolve_checkpoint(readable)  # a folder stands for its newest checkpoint
-            status = tf.train.Checkpoint(**{edge: root}).read(prefix)
-            status.assert_existing_objects_matched()
-        except (AssertionError, ValueError) as error:
-            unmatched = _unmatched(name_map, str(error))
-            target = f"{_describe(root)} saved under the edge {edge!r}"
-            if not unmatched:
-                target += f" ({first_line(error)[:160]})"
-            for key, variable in name_map.items():  # leave root as it was
-                variable.assign(before[key])
-            raise CheckpointMismatchError(path_text(ckpt_path), target, missing=unmatched) from None
-        except (tf.errors.OpError, IndexError) as error:
-            raise NotACheckpointError(
-                path_text(ckpt_path), f"its data file is truncated or damaged ({first_line(error)})"
-            ) from None
-        status.expect_partial()  # e.g. optimizer values, which a TF1 inference graph does not need
+    prefix = resolve_checkpoint(ckpt_path)  # a folder stands for its newest checkpoint
+    readable = glob_safe_prefix(prefix)  # TensorFlow takes [, *, ? in a path as a pattern
+    try:
+        # read() is restore() without the save counter, so that the check below
+        # is about root's variables only.
+        status = tf.train.Checkpoint(**{edge: root}).read(readable)
+        status.assert_existing_objects_matched()
+    except (AssertionError, ValueError) as error:
+        unmatched = _unmatched(name_map, str(error))
+        target = f"{_describe(root)} saved under the edge {edge!r}"
+        if not unmatched:
+            target += f" ({first_line(error)[:160]})"
+        for key, variable in name_map.items():  # leave root as it was
+            variable.assign(before[key])
+        raise CheckpointMismatchError(path_text(ckpt_path), target, missing=unmatched) from None
+    except (tf.errors.OpError, IndexError) as error:
+        raise NotACheckpointError(
+            path_text(ckpt_path),
+            f"its data file is truncated or damaged ({first_line(error).replace(readable, prefix)})",
+        ) from None
+    status.expect_partial()  # e.g. optimizer values, which a TF1 inference graph does not need
     return write_name_based({key: variable.numpy() for key, variable in name_map.items()}, out)

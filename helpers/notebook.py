@@ -1,4 +1,4 @@
-"""The first cell of every notebook, and small aids for showing errors.
+"""The first cell of every notebook, and small aids for showing errors and warnings.
 
 Every notebook starts with::
 
@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import gc
+import logging
 import os
 import random
 import re
@@ -24,6 +26,7 @@ import sys
 import tempfile
 import textwrap
 import traceback
+import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -289,3 +292,92 @@ def expect_error(
         ) from error
     else:
         raise AssertionError(f"expected {names}, but the block ran without an error")
+
+
+# --------------------------------------------------------------------------- warnings, shown
+
+_LOGGERS = ("tensorflow", "absl")  # TensorFlow's own log, and absl's, through which Keras logs
+_LOCATION = re.compile(r"^From \S+?:\d+: ")  # TensorFlow's "From /path/file.py:12: " before a message
+_LIBRARY_CODE = re.compile(r"[/\\](site|dist)-packages[/\\]")
+
+
+def _source(record: logging.LogRecord) -> str:
+    """Which library logged ``record``: ``keras`` and ``tensorflow`` by where the call is."""
+    for library in ("keras", "tensorflow"):
+        if re.search(rf"[/\\]{library}[/\\]", record.pathname):
+            return library
+    return record.name
+
+
+def _shown(label: str, message: str, width: int) -> str:
+    """``label | message`` without machine paths, wrapped at ``width`` columns (continued indented)."""
+    # TensorFlow's "Instructions for updating:" header in lower case, so the course's output guard
+    # (which hunts stray log lines) can tell a shown warning from a leak.
+    text = _LOCATION.sub("", hide_work_folder(message)).replace("Instructions for updating:",
+                                                                "instructions for updating:")
+    lines = []
+    for line in f"{label} | {text}".splitlines():
+        lines.extend(textwrap.wrap(line, width, subsequent_indent="    ", break_long_words=False,
+                                   break_on_hyphens=False) or [""])
+    return "\n".join(lines)
+
+
+@contextlib.contextmanager
+def captured_warnings(width: int = OUTPUT_WIDTH) -> Iterator[list[str]]:
+    """Collect what the block warns about, one string per warning, to be printed in a notebook.
+
+    The course's setup hides TensorFlow's log; your own scripts print these
+    messages. Caught here: Python warnings (``warnings.warn``, as Keras
+    reports ``load_weights(..., skip_mismatch=True)``) and warnings logged by
+    TensorFlow and through absl (as Keras logs ``save_format`` on a
+    ``.keras`` name). Each message starts with where it comes from:
+    ``tensorflow warning |`` or ``keras warning |`` for a logged one,
+    ``user warning |`` (the warning's category) for a Python one; logged
+    messages come first. Source locations and the work folder are dropped,
+    and each message is wrapped at ``width`` columns, continuation lines
+    indented. Deprecation warnings raised inside installed libraries (NumPy's,
+    TensorFlow's internals) are left out. Warnings logged when an object is
+    garbage-collected (a restore whose values went unused) are collected at the
+    end of the block; garbage left from before the block is collected first,
+    so it is not counted. The loggers are put back as they were.
+
+    Example:
+        >>> import logging
+        >>> with captured_warnings() as caught:
+        ...     warnings.warn("weights skipped")
+        ...     logging.getLogger("tensorflow").warning("Value in checkpoint could not be found: (root).step")
+        >>> print("\\n".join(caught))
+        tensorflow warning | Value in checkpoint could not be found: (root).step
+        user warning | weights skipped
+    """
+    records: list[logging.LogRecord] = []
+
+    class _Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(record)
+
+    loggers = [logging.getLogger(name) for name in _LOGGERS]
+    saved = [(logger.level, logger.handlers[:], logger.propagate) for logger in loggers]
+    messages: list[str] = []
+    gc.collect()
+    for logger in loggers:
+        logger.handlers[:] = [_Keep(level=logging.WARNING)]
+        logger.setLevel(logging.WARNING)
+        logger.propagate = False
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            yield messages
+            gc.collect()
+    finally:
+        for logger, (level, handlers, propagate) in zip(loggers, saved):
+            logger.setLevel(level)
+            logger.handlers[:] = handlers
+            logger.propagate = propagate
+    messages.extend(_shown(f"{_source(r)} {r.levelname.lower()}", r.getMessage(), width) for r in records)
+    messages.extend(
+        _shown(re.sub(r"(?<=[a-z])(?=[A-Z])", " ", w.category.__name__).lower(), str(w.message), width)
+        for w in caught
+        if not (issubclass(w.category, (DeprecationWarning, PendingDeprecationWarning))
+                and _LIBRARY_CODE.search(w.filename))
+    )

@@ -16,39 +16,32 @@ checkpoint key holds each saved value, but not the objects' Python classes, so
 the kind of each node is inferred (see ``read_object_graph``). Name-based
 checkpoints written by ``tf.compat.v1.train.Saver`` have no object graph.
 
-Three small aids go with it: ``brief_assertion`` and ``assertion_verdicts``
-(what a restore status's assertions say, in a line), ``tensorflow_warnings``
-(the warnings TensorFlow logs, which the course's setup hides, collected to
-be shown), and ``reading``/``literal_prefix`` (a checkpoint whose path holds
-``[...]``, which TensorFlow's reader takes for a glob pattern, read as written).
+Small aids go with it: ``brief_assertion`` and ``assertion_verdicts`` (what a
+restore status's assertions say, in a line), and ``reading`` (a reader and the
+path as the user wrote it; a path with ``[``, ``*``, ``?``, which TensorFlow
+takes for a glob pattern, is read as written). The warnings TensorFlow logs
+are shown with ``helpers.notebook.captured_warnings``.
 Paths are ``str`` or ``os.PathLike``.
 """
 
 from __future__ import annotations
 
 import contextlib
-import gc
-import logging
 import os
 import re
-import shutil
-import tempfile
-import textwrap
-import warnings
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import matplotlib.pyplot as plt
-import tensorflow as tf
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from tensorflow.core.protobuf import trackable_object_graph_pb2
 
 from helpers.errors import NotACheckpointError, first_line
-from helpers.files import checkpoint_files_at, path_text
+from helpers.files import path_text
 from helpers.inspection import OBJECT_GRAPH_KEY, open_checkpoint, read_tensor
 
 __all__ = [
@@ -61,7 +54,6 @@ __all__ = [
     "assertion_verdicts",
     "brief_assertion",
     "read_object_graph",
-    "tensorflow_warnings",
 ]
 
 VALUE_SUFFIX = "/.ATTRIBUTES/VARIABLE_VALUE"
@@ -498,37 +490,6 @@ def plot_object_graph(ckpt_path: str | os.PathLike, *, title: str | None = None)
 
 
 @contextlib.contextmanager
-def literal_prefix(ckpt_path: str | os.PathLike) -> Iterator[str]:
-    """A prefix TensorFlow reads as the checkpoint ``ckpt_path`` names, even with ``[...]`` in it.
-
-    TensorFlow's checkpoint reader takes ``[1]`` in a path as a glob pattern
-    and then finds nothing. Such a checkpoint is read through links with a
-    plain name in a temporary folder, removed afterwards; any other path is
-    handed back unchanged.
-
-    Example:
-        >>> with literal_prefix("runs/model-3") as readable:
-        ...     readable
-        'runs/model-3'
-    """
-    text = path_text(ckpt_path, "checkpoint path")
-    if "\x00" in text:
-        raise NotACheckpointError(text, "a path cannot contain a NUL character")
-    files = checkpoint_files_at(text) if "[" in text and not os.path.isdir(text) else []
-    if not files:
-        yield text
-        return
-    folder, stem = os.path.split(os.path.abspath(text))
-    links = tempfile.mkdtemp(prefix="ckpt-link-")
-    try:
-        for name in files:
-            os.symlink(os.path.join(folder, name), os.path.join(links, "ckpt" + name[len(stem):]))
-        yield os.path.join(links, "ckpt")
-    finally:
-        shutil.rmtree(links, ignore_errors=True)
-
-
-@contextlib.contextmanager
 def reading(ckpt_path: str | os.PathLike) -> Iterator[tuple[str, Any]]:
     """``(path as the user wrote it, reader)`` for a checkpoint; errors name the user's path.
 
@@ -538,81 +499,7 @@ def reading(ckpt_path: str | os.PathLike) -> Iterator[tuple[str, Any]]:
         5
     """
     real = path_text(ckpt_path, "checkpoint path")
-    with literal_prefix(real) as readable:
-        try:
-            yield real, open_checkpoint(readable)
-        except NotACheckpointError as error:
-            if readable == real or error.path != readable:
-                raise
-            raise NotACheckpointError(real, error.reason.replace(readable, real)) from None
-
-
-# ----------------------------------------------------------------- TensorFlow's warnings, shown
-
-
-_LOCATION = re.compile(r"^From \S+?:\d+: ")
-
-
-def _as_shown(message: str) -> str:
-    # No machine paths; TensorFlow's "Instructions for updating:" header in lower case, so the
-    # course's output guard (which hunts stray log lines) can tell a shown warning from a leak.
-    return _LOCATION.sub("", message).replace("Instructions for updating:", "instructions for updating:")
-
-
-def _words(name: str) -> str:
-    """``UserWarning`` -> ``user warning``."""
-    return re.sub(r"(?<=[a-z])(?=[A-Z])", " ", name).lower()
-
-
-@contextlib.contextmanager
-def tensorflow_warnings() -> Iterator[list[str]]:
-    """Collect the warnings TensorFlow logs or warns while the block runs, one string per warning.
-
-    The course's setup hides TensorFlow's log; your own scripts print these
-    messages. Warnings logged when an object is garbage-collected (a restore
-    whose values went unused) are collected at the end of the block; garbage
-    left from before the block is collected first, so it is not counted.
-    Each message starts with where it comes from (``tensorflow warning |``
-    for TensorFlow's log, ``user warning |`` for a Python ``UserWarning``);
-    source locations are dropped, and each message is wrapped at 100 columns
-    (continuation lines indented).
-
-    Example:
-        >>> with tensorflow_warnings() as messages:
-        ...     tf.get_logger().warning("Value in checkpoint could not be found: (root).step")
-        >>> print("\\n".join(messages))
-        tensorflow warning | Value in checkpoint could not be found: (root).step
-    """
-    logger = tf.get_logger()
-    saved = (logger.level, logger.handlers[:], logger.propagate)
-    records: list[logging.LogRecord] = []
-
-    class _Keep(logging.Handler):
-        def emit(self, record: logging.LogRecord) -> None:
-            records.append(record)
-
-    messages: list[str] = []
-    gc.collect()
-    logger.handlers[:] = [_Keep(level=logging.WARNING)]
-    logger.setLevel(logging.WARNING)
-    logger.propagate = False
-    try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            yield messages
-            gc.collect()
-    finally:
-        logger.setLevel(saved[0])
-        logger.handlers[:] = saved[1]
-        logger.propagate = saved[2]
-    found = [f"tensorflow {r.levelname.lower()} | {_as_shown(r.getMessage())}" for r in records]
-    found += [f"{_words(w.category.__name__)} | {_as_shown(str(w.message))}" for w in caught]
-    for text in found:
-        lines = []
-        for line in text.splitlines():
-            lines.extend(textwrap.wrap(line, 100, subsequent_indent="    ", break_long_words=False,
-                                       break_on_hyphens=False) or [""])
-        messages.append("\n".join(lines))
+    yield real, open_checkpoint(real)  # which reads paths with [, *, ? as they are written
 
 
 # ----------------------------------------------------------------- restore statuses, briefly

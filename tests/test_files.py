@@ -95,3 +95,167 @@ def test_path_text_refuses_an_empty_path():
 def test_path_text_accepts_bytes_and_paths():
     assert path_text(b"runs/m") == "runs/m"
     assert path_text(Path("runs") / "m") == "runs/m"
+
+
+# --------------------------------------------------------------------------- glob_safe_prefix
+
+import os  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+from helpers.ensembles import load_keras_ensemble, restore_into_scope  # noqa: E402
+from helpers.errors import NotACheckpointError  # noqa: E402
+from helpers.files import glob_safe_prefix  # noqa: E402
+from helpers.inspection import describe_checkpoint, open_checkpoint, read_checkpoint  # noqa: E402
+from helpers.migration import object_based_to_name_based  # noqa: E402
+from helpers.object_graph import reading  # noqa: E402
+from tests import realworld  # noqa: E402
+from tests.realworld import VALUES  # noqa: E402
+
+V1 = tf.compat.v1
+# Folder names people really use: globs TensorFlow would expand, spaces, non-ASCII.
+ODD_FOLDERS = ["run[1]", "a*b", "who?", "best [old] ü", "sp ace", "中文"]
+
+
+def _snapshot(folder: Path) -> dict[str, bytes]:
+    return {path.name: path.read_bytes() for path in folder.iterdir()}
+
+
+def test_a_plain_prefix_is_returned_as_it_is(tmp_path):
+    prefix = realworld.object_based(tmp_path / "plain" / "ckpt")
+    assert glob_safe_prefix(prefix) == prefix
+    assert glob_safe_prefix(Path(prefix)) == prefix
+
+
+def test_tensorflow_alone_cannot_read_a_name_with_brackets(tmp_path):
+    """The pitfall the function exists for: TensorFlow takes '[1]' for a pattern that matches '1'."""
+    prefix = realworld.object_based(tmp_path / "run[1]" / "ckpt", {"only": np.float32(1.0)})
+    with pytest.raises(tf.errors.NotFoundError, match="matching files"):
+        tf.train.load_checkpoint(prefix)
+    reader = tf.train.load_checkpoint(glob_safe_prefix(prefix))
+    assert reader.get_tensor("only/.ATTRIBUTES/VARIABLE_VALUE") == 1.0
+
+
+@pytest.mark.parametrize("folder", ODD_FOLDERS)
+def test_readers_see_the_checkpoint_as_written_and_leave_the_folder_alone(tmp_path, folder):
+    prefix = realworld.name_based(tmp_path / folder / "model-3")
+    before = _snapshot(tmp_path / folder)
+    readable = glob_safe_prefix(prefix)
+    # links live outside the user's folders; a name TensorFlow reads as it is needs none
+    if folder in {"sp ace", "中文"}:
+        assert readable == prefix
+    else:
+        assert not readable.startswith(str(tmp_path))
+    np.testing.assert_array_equal(tf.train.load_checkpoint(readable).get_tensor("dense/kernel"),
+                                  VALUES["dense/kernel"])
+    # inspection
+    assert "dense/kernel" in str(describe_checkpoint(prefix))
+    np.testing.assert_array_equal(read_checkpoint(Path(prefix))["out/bias"], VALUES["out/bias"])
+    np.testing.assert_array_equal(open_checkpoint(tmp_path / folder).get_tensor("global_step"), 42)
+    # object_graph.reading
+    with reading(Path(prefix)) as (shown, reader):
+        assert shown == prefix and reader.get_tensor("global_step") == 42
+    assert _snapshot(tmp_path / folder) == before
+
+
+@pytest.mark.parametrize("folder", ["run[1]", "a*b", "who?", "best [old] ü"])
+def test_old_v1_checkpoints_in_odd_folders(tmp_path, folder):
+    single = realworld.v1_format(tmp_path / folder / "model.ckpt")
+    sharded = realworld.v1_sharded(tmp_path / folder / "sharded")
+    assert sharded.endswith("-?????-of-00002")
+    for path in (single, sharded):
+        readable = glob_safe_prefix(path)
+        assert readable.endswith("-?????-of-00002") == (path == sharded)
+        np.testing.assert_array_equal(tf.train.load_checkpoint(readable).get_tensor("out/kernel"),
+                                      VALUES["out/kernel"])
+        np.testing.assert_array_equal(read_checkpoint(path)["dense/bias"], VALUES["dense/bias"])
+
+
+@pytest.mark.parametrize("folder", ["run[1]", "a*b", "who?", "sp ace ü"])
+def test_restore_into_scope_restores_from_odd_folders(tmp_path, folder):
+    prefix = realworld.name_based(tmp_path / folder / "member", {"w": np.arange(3, dtype=np.float32) + 1})
+    with tf.Graph().as_default():
+        with V1.variable_scope("m_1"):
+            w = V1.get_variable("w", shape=[3])
+        with V1.Session() as sess:
+            restore_into_scope(sess, prefix, "m_1")
+            np.testing.assert_array_equal(sess.run(w), [1.0, 2.0, 3.0])
+
+
+def _mlp() -> keras.Model:
+    return keras.Sequential([keras.Input((2,)), keras.layers.Dense(3, name="hidden"), keras.layers.Dense(1)])
+
+
+@pytest.mark.parametrize("folder", ["run[1]", "a*b", "who?", "sp ace ü"])
+def test_load_keras_ensemble_reads_odd_folders(tmp_path, folder):
+    saved = _mlp()
+    for variable in saved.weights:
+        variable.assign(tf.fill(variable.shape, 0.5) + tf.cast(tf.size(variable), tf.float32))
+    prefix = tf.train.Checkpoint(model=saved).write(str(tmp_path / folder / "member"))
+    (member,) = load_keras_ensemble(_mlp, [Path(prefix)])
+    for got, want in zip(member.weights, saved.weights):
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+@pytest.mark.parametrize("folder", ["run[1]", "a*b", "who?", "sp ace ü"])
+def test_object_based_to_name_based_reads_and_writes_odd_folders(tmp_path, folder):
+    saved = _mlp()
+    saved.get_layer("hidden").bias.assign([1.0, 2.0, 3.0])
+    prefix = tf.train.Checkpoint(model=saved).write(str(tmp_path / folder / "tf2"))
+    target = _mlp()
+    name_map = {"hidden/bias": target.get_layer("hidden").bias, "hidden/kernel": target.get_layer("hidden").kernel}
+    out = object_based_to_name_based(prefix, tmp_path / folder / "tf1", target, name_map)
+    np.testing.assert_array_equal(open_checkpoint(out).get_tensor("hidden/bias"), [1.0, 2.0, 3.0])
+
+
+def test_a_restore_that_reads_later_still_finds_the_files(tmp_path):
+    """Checkpoint.read fills variables created after it returns: the links must outlive the call."""
+    saved = _mlp()
+    saved.get_layer("hidden").bias.assign([4.0, 5.0, 6.0])
+    prefix = tf.train.Checkpoint(model=saved).write(str(tmp_path / "run[2]" / "ckpt"))
+    unbuilt = keras.Sequential([keras.layers.Dense(3, name="hidden"), keras.layers.Dense(1)])
+    status = tf.train.Checkpoint(model=unbuilt).read(glob_safe_prefix(prefix))
+    unbuilt(tf.ones((1, 2)))  # variables made now are restored now, from the files
+    np.testing.assert_array_equal(unbuilt.get_layer("hidden").bias.numpy(), [4.0, 5.0, 6.0])
+    status.assert_existing_objects_matched()
+
+
+def test_links_are_reused_and_copies_made_where_links_cannot_be(tmp_path, monkeypatch):
+    prefix = realworld.object_based(tmp_path / "m[1]" / "ckpt")
+    assert glob_safe_prefix(prefix) == glob_safe_prefix(prefix)
+
+    def no_links(*args, **kwargs):
+        raise OSError("symbolic links are not allowed here")
+
+    monkeypatch.setattr(os, "symlink", no_links)
+    other = realworld.object_based(tmp_path / "m[2]" / "ckpt")
+    copied = glob_safe_prefix(other)
+    assert not os.path.islink(copied + ".index") and os.path.isfile(copied + ".index")
+    assert tf.train.load_checkpoint(copied).has_tensor("global_step/.ATTRIBUTES/VARIABLE_VALUE")
+
+
+def test_links_are_removed_when_python_exits(tmp_path):
+    prefix = realworld.object_based(tmp_path / "m[1]" / "ckpt")
+    code = "import sys; from helpers.files import glob_safe_prefix; print(glob_safe_prefix(sys.argv[1]))"
+    result = subprocess.run([sys.executable, "-c", code, prefix], capture_output=True, text=True, check=True,
+                            env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)})
+    readable = result.stdout.strip()
+    assert readable.endswith("ckpt") and not os.path.lexists(os.path.dirname(readable))
+
+
+def test_glob_safe_prefix_errors(tmp_path):
+    (tmp_path / "m[1]").mkdir()
+    with pytest.raises(NotACheckpointError, match="no checkpoint files with this prefix"):
+        glob_safe_prefix(tmp_path / "m[1]" / "missing")
+    with pytest.raises(NotACheckpointError, match="no shard files"):
+        glob_safe_prefix(tmp_path / "m[1]" / "old-?????-of-00002")
+    with pytest.raises(NotACheckpointError, match="NUL character"):
+        glob_safe_prefix(str(tmp_path / "m[1]" / "bad\x00name"))
+    with pytest.raises(TypeError, match="str or os.PathLike"):
+        glob_safe_prefix(3)
+    with pytest.raises(ValueError, match="empty"):
+        glob_safe_prefix("")

@@ -18,7 +18,6 @@ import tensorflow as tf
 from helpers.errors import NotACheckpointError
 from helpers.keras_files import (
     NotAKerasFileError,
-    captured_warnings,
     describe_keras_file,
     latest_keras_file,
     missing_from_file,
@@ -315,25 +314,6 @@ def test_latest_keras_file_none_and_errors(tmp_path):
         latest_keras_file(tmp_path / "f.keras")
     with pytest.raises(ValueError, match="suffix must be one of"):
         latest_keras_file(tmp_path, ".h5")
-
-
-# --------------------------------------------------------------------------- captured_warnings
-
-
-def test_captured_warnings_collects_logged_and_raised_warnings(tmp_path):
-    import logging
-    import warnings
-
-    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
-    absl = logging.getLogger("absl")
-    level = absl.level
-    with captured_warnings() as caught:
-        model.save(tmp_path / "m.keras", save_format="keras")  # logged through absl
-        warnings.warn("second line\nis dropped")
-        warnings.warn("numpy noise", DeprecationWarning)
-    assert caught[0].startswith("logged warning: The `save_format` argument is deprecated")
-    assert caught[1:] == ["warning: second line"]
-    assert absl.level == level and not any(type(h).__name__ == "_ListHandler" for h in absl.handlers)
 
 
 def test_owned_variables_in_a_subclassed_model_with_a_dict(tmp_path):

@@ -164,3 +164,69 @@ def test_error_summary_drops_the_eager_function_node_prefix():
     error = ValueError("{{function_node __wrapped__Mean_device_/job:localhost/replica:0/task:0/device:CPU:0}} "
                        "Invalid reduction dimension (2 for input with 2 dimension(s) [Op:Mean]")
     assert error_summary(error) == ["Invalid reduction dimension (2 for input with 2 dimension(s) [Op:Mean]"]
+
+
+# --------------------------------------------------------------------------- captured_warnings
+
+
+def test_captured_warnings_collects_tensorflow_logs_and_python_warnings(tmp_path):
+    import logging
+    import warnings
+
+    import tensorflow as tf
+
+    from helpers.notebook import captured_warnings
+
+    class Net(tf.Module):
+        def __init__(self):
+            self.w = tf.Variable([1.0, 2.0])
+
+    saved = tf.train.Checkpoint(model=Net(), step=tf.Variable(3)).write(str(tmp_path / "c"))
+    loggers = [logging.getLogger(name) for name in ("tensorflow", "absl")]
+    before = [(lg.level, list(lg.handlers), lg.propagate) for lg in loggers]
+    with captured_warnings() as lines:
+        tf.train.Checkpoint(model=Net()).restore(saved)  # step is left unread: logged when collected
+        warnings.warn("Gradients do not exist for variables ['w']")
+        logging.getLogger("tensorflow").warning("From /site/x.py:12: a moved function")
+    assert any(m.startswith("tensorflow warning | Value in checkpoint could not be found") for m in lines)
+    assert "tensorflow warning | a moved function" in lines  # the source location is dropped
+    assert lines[-1] == "user warning | Gradients do not exist for variables ['w']"  # logged ones first
+    assert all(len(line) <= 100 for message in lines for line in message.splitlines())
+    assert [(lg.level, list(lg.handlers), lg.propagate) for lg in loggers] == before  # put back
+
+
+def test_captured_warnings_names_keras_and_leaves_out_library_deprecations(tmp_path):
+    import warnings
+
+    import keras
+
+    from helpers.notebook import captured_warnings
+
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    with captured_warnings(width=60) as caught:
+        model.save(tmp_path / "m.keras", save_format="keras")  # logged through absl by Keras
+        warnings.warn_explicit("numpy noise", DeprecationWarning, "/x/site-packages/numpy/a.py", 1)
+        warnings.warn("your own deprecation", DeprecationWarning)
+        warnings.warn("two\nlines")
+    assert caught[0].startswith("keras warning | The `save_format` argument is deprecated")
+    assert all(len(line) <= 60 for message in caught for line in message.splitlines())
+    assert "\n    " in caught[0]  # wrapped, continued indented
+    assert caught[1:] == ["deprecation warning | your own deprecation", "user warning | two\nlines"]
+
+
+def test_captured_warnings_hides_the_work_folder_and_keeps_the_loggers_on_error(monkeypatch, tmp_path):
+    import logging
+
+    from helpers.notebook import captured_warnings
+
+    monkeypatch.setattr(notebook, "_work_folder", tmp_path)
+    absl = logging.getLogger("absl")
+    level, handlers = absl.level, list(absl.handlers)
+    with pytest.raises(ZeroDivisionError):
+        with captured_warnings() as caught:
+            logging.getLogger("absl").warning("cannot write %s", tmp_path / "m.keras")
+            1 / 0
+    assert (absl.level, absl.handlers) == (level, handlers)
+    with captured_warnings() as caught:
+        logging.getLogger("absl").warning("cannot write %s", tmp_path / "m.keras")
+    assert caught == ["absl warning | cannot write m.keras"]
