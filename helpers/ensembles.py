@@ -28,7 +28,13 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.core.protobuf import trackable_object_graph_pb2
 
-from helpers.errors import CheckpointMismatchError, NotACheckpointError, StructureMismatchError, first_line
+from helpers.errors import (
+    CheckpointMismatchError,
+    InvalidLabelsError,
+    NotACheckpointError,
+    StructureMismatchError,
+    first_line,
+)
 from helpers.files import glob_safe_prefix, path_text
 from helpers.inspection import OBJECT_GRAPH_KEY, open_checkpoint, read_tensor, resolve_checkpoint
 from helpers.scopes import scope_name
@@ -302,10 +308,6 @@ def majority_vote(labels: np.ndarray, num_classes: int | None = None) -> np.ndar
         )
     counts = (labels[:, :, None] == np.arange(num_classes)).sum(axis=0)  # [batch, classes]
     return counts.argmax(axis=1)
-
-
-class InvalidLabelsError(StructureMismatchError):
-    """``majority_vote`` got labels it cannot count: not integers ``[members, batch]``, or out of range."""
 
 
 # ---------------------------------------------------------------- internals

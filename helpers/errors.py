@@ -1,15 +1,31 @@
-"""Exceptions raised by the course's recipes.
+"""Exceptions raised by the course's recipes, all defined here.
 
 Every error names what is wrong, so that a learner never gets a silent wrong
-answer. All of them are ``ValueError`` subclasses, so ``except ValueError``
-catches them.
+answer. Each one about bad input is a ``ValueError`` subclass, so ``except
+ValueError`` catches them; the one exception is ``Keras2RunError``, a
+``RuntimeError`` (Keras 2 code failed in its own process). Each topic module
+re-exports the errors it raises (``from helpers.keras_files import
+NotAKerasFileError`` works as well).
+
+* ``NotACheckpointError``: a path that is not a readable checkpoint, and its
+  subclasses ``NameBasedCheckpointError``, ``NotAKerasFileError``,
+  ``NotASavedModelError``, ``NotAKeras2CheckpointError``;
+* ``CheckpointMismatchError`` (and ``Keras2MismatchError``): variables that do
+  not match the ones they should fill;
+* ``StructureMismatchError`` (and ``ScopeError``, ``InvalidLabelsError``,
+  ``UnwritableValueError``, ``TrainingStateError``): arguments that do not
+  line up with what a recipe needs;
+* ``WouldOverwriteError``, ``SignatureNotFoundError``, ``ModelNotBuiltError``.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 Shape = Sequence[int | None]
+VALUE_SUFFIX = "/.ATTRIBUTES/VARIABLE_VALUE"  # what an object-based checkpoint adds to a variable's key
 
 
 def _quote(names: Iterable[str]) -> str:
@@ -138,3 +154,192 @@ class WouldOverwriteError(FileExistsError, ValueError):
     def __init__(self, path: str, what: str = "a file") -> None:
         self.path = str(path)
         super().__init__(f"{what} already exists at {self.path!r}: refusing to overwrite it; choose another path")
+
+
+# --------------------------------------------------------------------------- errors of one topic each
+
+
+class ScopeError(StructureMismatchError):
+    """A scope argument is empty, not a valid TensorFlow name, or already taken in the graph.
+
+    Example:
+        >>> raise ScopeError("'my model' is not a valid scope: use letters, digits, '_', '-', '.'")
+        Traceback (most recent call last):
+        ...
+        helpers.errors.ScopeError: 'my model' is not a valid scope: use letters, digits, '_', '-', '.'
+    """
+
+
+class InvalidLabelsError(StructureMismatchError):
+    """``majority_vote`` got labels it cannot count: not integers ``[members, batch]``, or out of range.
+
+    Example:
+        >>> raise InvalidLabelsError("labels must lie in [0, 3); found [5]")
+        Traceback (most recent call last):
+        ...
+        helpers.errors.InvalidLabelsError: labels must lie in [0, 3); found [5]
+    """
+
+
+class UnwritableValueError(StructureMismatchError):
+    """A value given to ``write_name_based`` cannot be stored in a checkpoint (not numeric, ragged...).
+
+    Example:
+        >>> raise UnwritableValueError("cannot write 'w': ragged list")
+        Traceback (most recent call last):
+        ...
+        helpers.errors.UnwritableValueError: cannot write 'w': ragged list
+    """
+
+
+class NameBasedCheckpointError(NotACheckpointError):
+    """The checkpoint is name-based (``tf.compat.v1.train.Saver``): it has no object graph.
+
+    Example:
+        >>> raise NameBasedCheckpointError("tf1/model")
+        Traceback (most recent call last):
+        ...
+        helpers.errors.NameBasedCheckpointError: 'tf1/model' is a name-based checkpoint ...
+    """
+
+    def __init__(self, path: str) -> None:
+        super().__init__(path, "it has no object graph")
+        self.args = (
+            f"{self.path!r} is a name-based checkpoint (written by tf.compat.v1.train.Saver): "
+            "it stores variables under global names and has no object graph; "
+            "list its names with tf.train.list_variables",
+        )
+
+
+class NotAKerasFileError(NotACheckpointError):
+    """The path is not a Keras 3 ``.keras``, ``.weights.h5`` or ``.weights.json`` file that can be read.
+
+    Example:
+        >>> raise NotAKerasFileError("model.ckpt", "no such file")
+        Traceback (most recent call last):
+        ...
+        helpers.errors.NotAKerasFileError: 'model.ckpt' is not a readable Keras file: no such file
+    """
+
+    def __init__(self, path: str | os.PathLike, reason: str) -> None:
+        super().__init__(str(path), reason)
+        self.args = (f"{self.path!r} is not a readable Keras file: {reason}",)
+
+    def __str__(self) -> str:
+        return self.args[0]
+
+
+class NotASavedModelError(NotACheckpointError):
+    """The path given is not a SavedModel folder TensorFlow can read.
+
+    Example:
+        >>> raise NotASavedModelError("model.keras", "a file, not a SavedModel folder")
+        Traceback (most recent call last):
+        ...
+        helpers.errors.NotASavedModelError: 'model.keras' is not a readable SavedModel: a file, not a SavedModel folder
+    """
+
+    def __init__(self, path: str | os.PathLike, reason: str) -> None:
+        super().__init__(os.fsdecode(path), reason)
+        self.args = (f"{self.path!r} is not a readable SavedModel: {reason}",)
+
+
+class SignatureNotFoundError(ValueError):
+    """A signature key the SavedModel does not have; the message lists the ones it has.
+
+    Example:
+        >>> raise SignatureNotFoundError("sm", "predict", ["serving_default"])
+        Traceback (most recent call last):
+        ...
+        helpers.errors.SignatureNotFoundError: SavedModel 'sm' has no signature 'predict'; its signatures: 'serving_default'
+    """
+
+    def __init__(self, path: str, name: str, available: list[str]) -> None:
+        self.path, self.name, self.available = path, name, sorted(available)
+        have = ", ".join(repr(key) for key in self.available) or "none"
+        super().__init__(f"SavedModel {path!r} has no signature {name!r}; its signatures: {have}")
+
+
+class NotAKeras2CheckpointError(NotACheckpointError):
+    """The checkpoint is readable, but Keras 2 did not write it.
+
+    Example:
+        >>> raise NotAKeras2CheckpointError("tf1/model", "it is name-based")
+        Traceback (most recent call last):
+        ...
+        helpers.errors.NotAKeras2CheckpointError: 'tf1/model' is not a Keras 2 checkpoint: it is name-based
+    """
+
+    def __init__(self, path: str | os.PathLike, reason: str) -> None:
+        self.path = os.fspath(path)
+        self.reason = reason
+        ValueError.__init__(self, f"{self.path!r} is not a Keras 2 checkpoint: {reason}")
+
+
+class ModelNotBuiltError(ValueError):
+    """The Keras 3 model has no variables yet, so there is nothing to restore into.
+
+    Example:
+        >>> raise ModelNotBuiltError("Sequential 'net' has no variables yet")
+        Traceback (most recent call last):
+        ...
+        helpers.errors.ModelNotBuiltError: Sequential 'net' has no variables yet
+    """
+
+
+class Keras2MismatchError(CheckpointMismatchError):
+    """``CheckpointMismatchError`` with one more line: what to do about it.
+
+    Its message shows checkpoint keys without their ``/.ATTRIBUTES/VARIABLE_VALUE``
+    ending; ``missing``, ``unexpected`` and the mismatch lists keep the full keys.
+
+    Example:
+        >>> raise Keras2MismatchError("k2/w", "Functional 'm'", hint="drop it",
+        ...                           unexpected=["optimizer/_iterations/.ATTRIBUTES/VARIABLE_VALUE"])
+        Traceback (most recent call last):
+        ...
+        helpers.errors.Keras2MismatchError: checkpoint 'k2/w' does not match Functional 'm':
+          in the checkpoint but not in the target: 'optimizer/_iterations'
+          hint: drop it
+    """
+
+    def __init__(self, ckpt_path: str, target: str, *, hint: str = "", **problems: Any) -> None:
+        # The message shows keys without their common "/.ATTRIBUTES/VARIABLE_VALUE" ending;
+        # the attributes (missing, unexpected, ...) keep the full keys.
+        shown = {kind: [_short_problem(item) for item in items] for kind, items in problems.items()}
+        super().__init__(ckpt_path, target, **shown)
+        message = self.args[0]
+        super().__init__(ckpt_path, target, **problems)
+        self.hint = hint
+        self.args = (message + (f"\n  hint: {hint}" if hint else ""),)
+
+
+def _short_problem(item: Any) -> Any:
+    if isinstance(item, str):
+        return item.removesuffix(VALUE_SUFFIX)
+    return (item[0].removesuffix(VALUE_SUFFIX), *item[1:])
+
+
+class TrainingStateError(StructureMismatchError):
+    """The objects given do not hold the training state a recipe needs.
+
+    Example:
+        >>> raise TrainingStateError("the optimizer has no variables yet: run one training step first")
+        Traceback (most recent call last):
+        ...
+        helpers.errors.TrainingStateError: the optimizer has no variables yet: run one training step first
+    """
+
+
+class Keras2RunError(RuntimeError):
+    """Keras 2 code run by ``run_keras2`` failed; the message ends with the subprocess's error.
+
+    The one error here that is not about bad input, so it is a ``RuntimeError``,
+    not a ``ValueError``.
+
+    Example:
+        >>> raise Keras2RunError("the Keras 2 code failed: ZeroDivisionError: division by zero")
+        Traceback (most recent call last):
+        ...
+        helpers.errors.Keras2RunError: the Keras 2 code failed: ZeroDivisionError: division by zero
+    """

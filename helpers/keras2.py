@@ -33,7 +33,15 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from helpers.errors import CheckpointMismatchError, NotACheckpointError
+from helpers.errors import (
+    VALUE_SUFFIX,
+    CheckpointMismatchError,
+    Keras2MismatchError,
+    Keras2RunError,
+    ModelNotBuiltError,
+    NotACheckpointError,
+    NotAKeras2CheckpointError,
+)
 from helpers.files import path_text, refuse_existing
 from helpers.migration import RestoreReport, restore_name_based
 from helpers.notebook import wrap_output
@@ -55,78 +63,10 @@ __all__ = [
     "run_keras2",
 ]
 
-VALUE_SUFFIX = "/.ATTRIBUTES/VARIABLE_VALUE"
 # Edges of Keras 3 objects that Keras 2 never writes: their presence means Keras 3 wrote the file.
 _KERAS3_EDGES = {"_functional", "_operations", "_kernel", "_embeddings", "_tracker"}
 # Edges of Keras 2 models that lead to no weights of their own (or to weights reached another way).
 _SKIPPED_EDGES = {"keras_api", "optimizer", "save_counter"}
-
-
-# --------------------------------------------------------------------------- errors
-
-
-class NotAKeras2CheckpointError(NotACheckpointError):
-    """The checkpoint is readable, but Keras 2 did not write it.
-
-    Example:
-        >>> raise NotAKeras2CheckpointError("tf1/model", "it is name-based")
-        Traceback (most recent call last):
-        ...
-        helpers.keras2.NotAKeras2CheckpointError: 'tf1/model' is not a Keras 2 checkpoint: it is name-based
-    """
-
-    def __init__(self, path: str | os.PathLike, reason: str) -> None:
-        self.path = os.fspath(path)
-        self.reason = reason
-        ValueError.__init__(self, f"{self.path!r} is not a Keras 2 checkpoint: {reason}")
-
-
-class ModelNotBuiltError(ValueError):
-    """The Keras 3 model has no variables yet, so there is nothing to restore into.
-
-    Example:
-        >>> raise ModelNotBuiltError("Sequential 'net' has no variables yet")
-        Traceback (most recent call last):
-        ...
-        helpers.keras2.ModelNotBuiltError: Sequential 'net' has no variables yet
-    """
-
-
-class Keras2MismatchError(CheckpointMismatchError):
-    """``CheckpointMismatchError`` with one more line: what to do about it.
-
-    Its message shows checkpoint keys without their ``/.ATTRIBUTES/VARIABLE_VALUE``
-    ending; ``missing``, ``unexpected`` and the mismatch lists keep the full keys.
-
-    Example:
-        >>> raise Keras2MismatchError("k2/w", "Functional 'm'", hint="drop it",
-        ...                           unexpected=["optimizer/_iterations/.ATTRIBUTES/VARIABLE_VALUE"])
-        Traceback (most recent call last):
-        ...
-        helpers.keras2.Keras2MismatchError: checkpoint 'k2/w' does not match Functional 'm':
-          in the checkpoint but not in the target: 'optimizer/_iterations'
-          hint: drop it
-    """
-
-    def __init__(self, ckpt_path: str, target: str, *, hint: str = "", **problems: Any) -> None:
-        # The message shows keys without their common "/.ATTRIBUTES/VARIABLE_VALUE" ending;
-        # the attributes (missing, unexpected, ...) keep the full keys.
-        shown = {kind: [_short_problem(item) for item in items] for kind, items in problems.items()}
-        super().__init__(ckpt_path, target, **shown)
-        message = self.args[0]
-        super().__init__(ckpt_path, target, **problems)
-        self.hint = hint
-        self.args = (message + (f"\n  hint: {hint}" if hint else ""),)
-
-
-def _short_problem(item: Any) -> Any:
-    if isinstance(item, str):
-        return item.removesuffix(VALUE_SUFFIX)
-    return (item[0].removesuffix(VALUE_SUFFIX), *item[1:])
-
-
-class Keras2RunError(RuntimeError):
-    """Keras 2 code run by ``run_keras2`` failed; the message ends with the subprocess's error."""
 
 
 # --------------------------------------------------------------------------- the report

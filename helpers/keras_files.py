@@ -46,7 +46,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from helpers.errors import NotACheckpointError, first_line
+from helpers.errors import NotAKerasFileError, first_line
 from helpers.files import path_text
 from helpers.inspection import format_bytes
 from helpers.notebook import format_table
@@ -63,24 +63,6 @@ __all__ = [
 
 WEIGHTS_IN_ARCHIVE = "model.weights.h5"
 _SUFFIXES = (".keras", ".weights.h5", ".weights.json")
-
-
-class NotAKerasFileError(NotACheckpointError):
-    """The path is not a Keras 3 ``.keras``, ``.weights.h5`` or ``.weights.json`` file that can be read.
-
-    Example:
-        >>> raise NotAKerasFileError("model.ckpt", "no such file")
-        Traceback (most recent call last):
-        ...
-        helpers.keras_files.NotAKerasFileError: 'model.ckpt' is not a readable Keras file: no such file
-    """
-
-    def __init__(self, path: str | os.PathLike, reason: str) -> None:
-        super().__init__(str(path), reason)
-        self.args = (f"{self.path!r} is not a readable Keras file: {reason}",)
-
-    def __str__(self) -> str:
-        return self.args[0]
 
 
 # --------------------------------------------------------------------------- describe
@@ -149,7 +131,7 @@ def describe_keras_file(path: str | os.PathLike) -> KerasFileDescription:
         >>> describe_keras_file("model.ckpt")
         Traceback (most recent call last):
         ...
-        helpers.keras_files.NotAKerasFileError: 'model.ckpt' is not a readable Keras file: no such file or folder
+        helpers.errors.NotAKerasFileError: 'model.ckpt' is not a readable Keras file: no such file or folder
     """
     text = path_text(path, "Keras file path")
     if not os.path.exists(text):
@@ -414,7 +396,7 @@ def latest_keras_file(folder: str | os.PathLike, suffix: str = ".weights.h5") ->
         >>> latest_keras_file("no/such/folder")
         Traceback (most recent call last):
         ...
-        helpers.keras_files.NotAKerasFileError: 'no/such/folder' is not a readable Keras file: no such folder
+        helpers.errors.NotAKerasFileError: 'no/such/folder' is not a readable Keras file: no such folder
     """
     text = path_text(folder, "folder")
     if not os.path.isdir(text):

@@ -34,7 +34,7 @@ import tensorflow as tf
 from google.protobuf.message import DecodeError
 from tensorflow.core.protobuf import meta_graph_pb2
 
-from helpers.errors import NotACheckpointError, StructureMismatchError, first_line
+from helpers.errors import NotACheckpointError, ScopeError, StructureMismatchError, first_line
 from helpers.files import path_text
 
 __all__ = [
@@ -58,13 +58,6 @@ VARIABLE_OPS = RESOURCE_VARIABLE_OPS + REFERENCE_VARIABLE_OPS
 _SCOPE_PART = re.compile(r"[A-Za-z0-9.][A-Za-z0-9_.\-]*")
 
 
-class ScopeError(StructureMismatchError):
-    """A scope argument is empty, not a valid TensorFlow name, or already taken in the graph.
-
-    A ``ValueError`` (through ``StructureMismatchError``), like every error of the recipes.
-    """
-
-
 def checked_scope(scope: str) -> str:
     """``scope`` without surrounding slashes, or ``ScopeError`` naming what is wrong with it.
 
@@ -78,7 +71,7 @@ def checked_scope(scope: str) -> str:
         >>> checked_scope("my model")
         Traceback (most recent call last):
         ...
-        helpers.metagraph.ScopeError: 'my model' is not a valid scope: ...
+        helpers.errors.ScopeError: 'my model' is not a valid scope: ...
     """
     if not isinstance(scope, str):
         raise ScopeError(f"a scope must be a str such as 'model_1', got {type(scope).__name__} {scope!r}")

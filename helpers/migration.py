@@ -31,6 +31,7 @@ from helpers.errors import (
     CheckpointMismatchError,
     NotACheckpointError,
     StructureMismatchError,
+    UnwritableValueError,
     WouldOverwriteError,
     first_line,
 )
@@ -51,17 +52,6 @@ __all__ = [
 ]
 
 _WIDTH = 100
-
-
-class UnwritableValueError(StructureMismatchError):
-    """A value given to ``write_name_based`` cannot be stored in a checkpoint (not numeric, ragged...).
-
-    Example:
-        >>> raise UnwritableValueError("cannot write 'w': ragged list")
-        Traceback (most recent call last):
-        ...
-        helpers.migration.UnwritableValueError: cannot write 'w': ragged list
-    """
 
 
 def _wrapped(label: str, names: list[str]) -> list[str]:

@@ -40,7 +40,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from tensorflow.core.protobuf import trackable_object_graph_pb2
 
-from helpers.errors import NotACheckpointError, first_line
+from helpers.errors import NameBasedCheckpointError, NotACheckpointError, first_line
 from helpers.files import path_text
 from helpers.inspection import OBJECT_GRAPH_KEY, open_checkpoint, read_tensor
 
@@ -78,25 +78,6 @@ _KIND_LABELS = {
 }
 # Children through which an optimizer can be recognised (Keras 3, Keras 2).
 _OPTIMIZER_MARKERS = {"_iterations", "iter", "iterations"}
-
-
-class NameBasedCheckpointError(NotACheckpointError):
-    """The checkpoint is name-based (``tf.compat.v1.train.Saver``): it has no object graph.
-
-    Example:
-        >>> raise NameBasedCheckpointError("tf1/model")
-        Traceback (most recent call last):
-        ...
-        helpers.object_graph.NameBasedCheckpointError: 'tf1/model' is a name-based checkpoint ...
-    """
-
-    def __init__(self, path: str) -> None:
-        super().__init__(path, "it has no object graph")
-        self.args = (
-            f"{self.path!r} is a name-based checkpoint (written by tf.compat.v1.train.Saver): "
-            "it stores variables under global names and has no object graph; "
-            "list its names with tf.train.list_variables",
-        )
 
 
 @dataclass(frozen=True)

@@ -47,7 +47,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from helpers.errors import NotACheckpointError, StructureMismatchError
+from helpers.errors import NotACheckpointError, TrainingStateError
 from helpers.inspection import open_checkpoint, read_tensor
 
 __all__ = [
@@ -65,10 +65,6 @@ __all__ = [
     "train_resumably",
     "untracked_variables",
 ]
-
-
-class TrainingStateError(StructureMismatchError):
-    """The objects given do not hold the training state a recipe needs."""
 
 
 # --------------------------------------------------------------------------- digests

@@ -45,7 +45,7 @@ from google.protobuf import message, text_format
 from tensorflow.core.protobuf import saved_model_pb2
 from tensorflow.python.framework import op_def_registry
 
-from helpers.errors import NotACheckpointError, first_line
+from helpers.errors import NotACheckpointError, NotASavedModelError, SignatureNotFoundError, first_line
 from helpers.files import path_text
 from helpers.inspection import OBJECT_GRAPH_KEY, describe_checkpoint, format_bytes
 from helpers.notebook import format_table, hide_work_folder
@@ -67,37 +67,6 @@ SAVED_MODEL_PBTXT = "saved_model.pbtxt"
 VARIABLES_PREFIX = os.path.join("variables", "variables")
 # Signature keys TensorFlow adds for its own use; callers never call them.
 _INTERNAL_SIGNATURES = {"__saved_model_init_op", "__saved_model_train_op"}
-
-
-class NotASavedModelError(NotACheckpointError):
-    """The path given is not a SavedModel folder TensorFlow can read.
-
-    Example:
-        >>> raise NotASavedModelError("model.keras", "a file, not a SavedModel folder")
-        Traceback (most recent call last):
-        ...
-        helpers.saved_models.NotASavedModelError: 'model.keras' is not a readable SavedModel: a file, not a SavedModel folder
-    """
-
-    def __init__(self, path: str | os.PathLike, reason: str) -> None:
-        super().__init__(path_text(path), reason)
-        self.args = (f"{self.path!r} is not a readable SavedModel: {reason}",)
-
-
-class SignatureNotFoundError(ValueError):
-    """A signature key the SavedModel does not have; the message lists the ones it has.
-
-    Example:
-        >>> raise SignatureNotFoundError("sm", "predict", ["serving_default"])
-        Traceback (most recent call last):
-        ...
-        helpers.saved_models.SignatureNotFoundError: SavedModel 'sm' has no signature 'predict'; its signatures: 'serving_default'
-    """
-
-    def __init__(self, path: str, name: str, available: list[str]) -> None:
-        self.path, self.name, self.available = path, name, sorted(available)
-        have = ", ".join(repr(key) for key in self.available) or "none"
-        super().__init__(f"SavedModel {path!r} has no signature {name!r}; its signatures: {have}")
 
 
 # --------------------------------------------------------------------------- the description
@@ -224,7 +193,7 @@ def describe_saved_model(path: str | os.PathLike) -> SavedModelDescription:
         >>> describe_saved_model("no/such/folder")
         Traceback (most recent call last):
         ...
-        helpers.saved_models.NotASavedModelError: 'no/such/folder' is not a readable SavedModel: no such file or folder
+        helpers.errors.NotASavedModelError: 'no/such/folder' is not a readable SavedModel: no such file or folder
     """
     folder = path_text(path, "SavedModel folder")
     proto = _read_saved_model(folder)
