@@ -281,6 +281,22 @@ def test_00_3_explicit_default_initializer_in_a_scope_passes(capsys):
     assert "passed" in capsys.readouterr().out
 
 
+def test_00_3_interactive_session_passes(capsys):
+    def interactive(seed, shape):
+        graph = tf.Graph()
+        with graph.as_default():
+            V1.set_random_seed(seed)
+            v = V1.get_variable("v", shape=list(shape))
+            sess = V1.InteractiveSession(graph=graph)
+            V1.global_variables_initializer().run()
+            value = sess.run(v)
+            sess.close()
+        return value
+
+    check_initial_weights(interactive)
+    assert "passed" in capsys.readouterr().out
+
+
 def test_00_3_stub_is_not_done():
     def stub(seed, shape):
         raise NotImplementedError()

@@ -1,4 +1,4 @@
-"""Checks for notebook 00 (start here): translating a TF 1.x name, and a layer in a graph."""
+"""Checks for notebook 00 (start here): translating a TF 1.x name, a layer in a graph, seeded initial weights."""
 
 from __future__ import annotations
 
@@ -129,7 +129,8 @@ _SEED_CALLS = [(7, (4, 5)), (7, (4, 5)), (2024, (4, 5)), (11, (6, 2))]
 def _session_runs() -> Iterator[list]:
     """Record (graph, result) of every session run while the learner's function runs."""
     runs: list = []
-    base_session = V1.Session.__mro__[1]  # BaseSession: covers Session and InteractiveSession
+    # BaseSession.run serves Session and InteractiveSession alike.
+    base_session = next(cls for cls in V1.Session.__mro__ if cls.__name__ == "BaseSession")
     original = base_session.run
 
     def run(self, *args, **kwargs):
@@ -227,7 +228,7 @@ def check_initial_weights(initial_weights: InitialWeights) -> str:
                     "be the `seed` argument.")
         results.append(result)
         graphs.append(graph)
-    shapes = sorted({shape for _, shape in _SEED_CALLS})
-    return (f"for shapes {shapes[0]} and {shapes[1]}, float32 arrays drawn by the default (Glorot uniform) "
-            "initializer in a new graph whose graph-level seed is `seed`; the same seed gave the same array "
-            "again, another seed another array")
+    (seed, shape), (other_seed, _), (_, other_shape) = _SEED_CALLS[0], _SEED_CALLS[2], _SEED_CALLS[3]
+    return (f"float32 arrays of shapes {shape} and {other_shape}, each the default (Glorot uniform) "
+            "initializer's draw in a new graph whose graph-level seed is `seed`; seed "
+            f"{seed} gave the same array twice, seed {other_seed} another one")
