@@ -220,6 +220,19 @@ def test_load_keras_ensemble_restores_each_member(tmp_path):
             np.testing.assert_allclose(weight.numpy(), np.full(weight.shape, 0.1 * i, np.float32))
 
 
+def test_load_keras_ensemble_writes_no_file(tmp_path, monkeypatch):
+    paths = [save_keras(str(tmp_path / f"m{i}"), 0.1 * i) for i in (1, 2)]
+    before = sorted(p.name for p in tmp_path.iterdir())
+
+    def no_writing(*args, **kwargs):
+        raise AssertionError("load_keras_ensemble wrote a checkpoint to learn the layout")
+
+    monkeypatch.setattr(tf.train.Checkpoint, "write", no_writing)
+    monkeypatch.setattr(tf.train.Checkpoint, "save", no_writing)
+    assert len(load_keras_ensemble(make_mlp, paths)) == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
 def test_load_keras_ensemble_reads_a_saved_checkpoint_and_another_root(tmp_path):
     model = make_mlp()
     path = tf.train.Checkpoint(net=model).save(str(tmp_path / "net"))

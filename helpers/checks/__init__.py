@@ -176,6 +176,10 @@ def _is_untouched_stub(error: BaseException) -> bool:
 
 # Likely causes of the errors learners meet most, from the error's message.
 _CAUSES: list[tuple[re.Pattern[str], str]] = [
+    (re.compile(r"Random ops require a seed"),
+     "a random op was made in a graph with no graph-level seed: call V1.set_random_seed(seed) at the top "
+     "of the `with tf.Graph().as_default():` block (tf.random.set_seed called before that block seeds "
+     "eager code, not the new graph)."),
     (re.compile(r"must feed a value for placeholder"),
      "every placeholder the result depends on needs a value: pass it in feed_dict={placeholder: value}."),
     (re.compile(r"already exists, disallowed|Variable .* already exists"),

@@ -1,4 +1,4 @@
-"""Checks for notebook 00 (start here): translating a TF 1.x name, and a layer in a graph."""
+"""Checks for notebook 00 (start here): translating a TF 1.x name, a layer in a graph, seeded initial weights."""
 
 from __future__ import annotations
 
@@ -114,3 +114,121 @@ def check_affine_in_graph(affine_in_graph: AffineInGraph) -> str:
         require(_came_from(result, results),
                 "the values are right but they are not what `sess.run` returned: return the session's result.")
     return "x @ w + b came back from a session run, for two inputs of different shapes"
+
+
+# --------------------------------------------------------------------------- 00.3
+
+InitialWeights = Callable[[int, tuple[int, int]], np.ndarray]
+
+# (seed, shape) of each call, in order: a repeat of the first (a reused graph shows there), another
+# seed, another shape. None of them is the notebook's seed or shape.
+_SEED_CALLS = [(7, (4, 5)), (7, (4, 5)), (2024, (4, 5)), (11, (6, 2))]
+
+
+@contextlib.contextmanager
+def _session_runs() -> Iterator[list]:
+    """Record (graph, result) of every session run while the learner's function runs."""
+    runs: list = []
+    # BaseSession.run serves Session and InteractiveSession alike.
+    base_session = next(cls for cls in V1.Session.__mro__ if cls.__name__ == "BaseSession")
+    original = base_session.run
+
+    def run(self, *args, **kwargs):
+        result = original(self, *args, **kwargs)
+        runs.append((self.graph, result))
+        return result
+
+    with mock.patch.object(base_session, "run", run):
+        yield runs
+
+
+def _default_draw(seed: int, shape: tuple[int, int]) -> np.ndarray:
+    """What the prompt's recipe gives: one variable, default initializer, in a new graph seeded with `seed`."""
+    with tf.Graph().as_default():
+        V1.set_random_seed(seed)
+        variable = V1.get_variable("check_00_3", shape=shape)
+        with V1.Session() as sess:
+            return sess.run(variable.initial_value)
+
+
+def _glorot_limit(shape: tuple[int, int]) -> float:
+    return float(np.sqrt(6.0 / (shape[0] + shape[1])))
+
+
+def _checked_call(initial_weights: InitialWeights, seed: int, shape: tuple[int, int]):
+    """Call the learner's function once; check what one call alone can show. Returns (array, graph)."""
+    caller_graph = V1.get_default_graph()
+    ops_before = len(caller_graph.get_operations())
+    with _session_runs() as runs:
+        result = initial_weights(seed, shape)
+    call = f"initial_weights({seed}, {shape})"
+    require(tf.executing_eagerly(),
+            f"after {call} TensorFlow no longer runs eagerly: do not call disable_eager_execution(); "
+            "a `with tf.Graph().as_default():` block is all graph mode needs.")
+    require(result is not None, f"{call} returned None: return the array that `sess.run(...)` gives you.")
+    require(not isinstance(result, (list, tuple)),
+            f"{call} returned a {type(result).__name__}: `sess.run([v])` gives a list; run `v` itself.")
+    require(not isinstance(result, (tf.Variable, tf.Tensor)),
+            f"{call} returned a {type(result).__name__}, which has no value outside a session: return "
+            "what `sess.run(...)` gives for it, a NumPy array.")
+    require(isinstance(result, np.ndarray), f"{call} returned a {type(result).__name__}: return the NumPy array "
+                                            "that `sess.run(...)` gives for the variable.")
+    require(result.shape == shape, f"{call} returned an array of shape {result.shape}: create the variable "
+                                   "with `shape=shape`.")
+    require(result.dtype == np.float32, f"{call} returned {result.dtype} values: leave the variable's dtype "
+                                        "at its default, float32.")
+    require(bool(runs), f"{call} ran no session: the values must be the ones TensorFlow's initializer draws, "
+                        "in a new graph run by a `V1.Session`, not NumPy's or eager TensorFlow's.")
+    graphs = [graph for graph, value in runs
+              if isinstance(value, np.ndarray) and value.shape == result.shape and np.array_equal(value, result)]
+    require(bool(graphs), f"{call} returned an array that no `sess.run` gave back: return what the session "
+                          "gives for the variable.")
+    graph = graphs[-1]
+    require(graph is not caller_graph and len(caller_graph.get_operations()) == ops_before,
+            f"{call} built the variable in the default graph: build it in a new one, "
+            "`with tf.Graph().as_default():`, so that each call starts from an empty graph.")
+    return result, graph
+
+
+@exercise_check("00.3")
+def check_initial_weights(initial_weights: InitialWeights) -> str:
+    """``initial_weights(seed, shape)``: the default initializer's draw in a new graph seeded with `seed`."""
+    results, graphs = [], []
+    for seed, shape in _SEED_CALLS:
+        call = f"initial_weights({seed}, {shape})"
+        result, graph = _checked_call(initial_weights, seed, shape)
+        require(all(graph is not earlier for earlier in graphs),
+                f"{call} ran in the same graph as an earlier call: build a new graph on each call "
+                "(`with tf.Graph().as_default():` inside the function).")
+        limit = _glorot_limit(shape)
+        require(not np.all(result == result.flat[0]),
+                f"{call} returned {result.size} values all equal to {result.flat[0]:.4g}: leave out "
+                "`initializer=`, so that the variable gets the default initializer's random values.")
+        require(bool(np.all(np.abs(result) <= limit)),
+                f"{call} returned values beyond ±{limit:.4f}, the limit sqrt(6 / (fan_in + fan_out)) of the "
+                "default initializer (Glorot uniform): leave out `initializer=`.")
+        require(graph.seed is not None,
+                f"{call} ran a graph with no graph-level seed (its graph.seed is None): call "
+                "`V1.set_random_seed(seed)` at the top of the `with tf.Graph().as_default():` block. A seed "
+                "given to the initializer is an op-level seed, not the graph's.")
+        require(graph.seed == seed, f"{call} ran a graph whose graph-level seed is {graph.seed}, not {seed}: "
+                                    "pass the function's `seed` argument to `V1.set_random_seed`.")
+        require(np.array_equal(result, _default_draw(seed, shape)),
+                f"{call} returned values other than the ones the default initializer draws for a single "
+                f"variable in a new graph seeded with {seed}. Look for an `initializer=` or an op-level seed "
+                "(leave both out), a random op made before the variable (it shifts the op-level seed "
+                "TensorFlow derives), or `initial_value` run again after the initializer in the same "
+                "session (that draws new numbers).")
+        if results and (seed, shape) == _SEED_CALLS[0]:
+            require(np.array_equal(result, results[0]),
+                    f"two calls {call} returned different values: each call must build its own new graph.")
+        if results and seed != _SEED_CALLS[0][0] and shape == _SEED_CALLS[0][1]:
+            require(not np.array_equal(result, results[0]),
+                    f"seeds {_SEED_CALLS[0][0]} and {seed} gave identical values: the graph-level seed must "
+                    "be the `seed` argument.")
+        results.append(result)
+        graphs.append(graph)
+    (seed, shape), (other_seed, _), (_, other_shape) = _SEED_CALLS[0], _SEED_CALLS[2], _SEED_CALLS[3]
+    return (f"float32 arrays of shapes {shape} and {other_shape}, each the default (Glorot uniform) "
+            "initializer's draw in a new graph whose graph-level seed is `seed`; seed "
+            f"{seed} gave the same array twice, seed {other_seed} another one")
