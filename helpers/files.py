@@ -126,9 +126,10 @@ _LINK_ROOT: list[str] = []
 def glob_safe_prefix(prefix: str | os.PathLike) -> str:
     """A prefix that TensorFlow reads as exactly the checkpoint ``prefix``, even with ``[``, ``*``, ``?`` in it.
 
-    TensorFlow takes a checkpoint prefix for a glob pattern: ``runs/[1]/model``
-    matches ``runs/1/model`` and never itself, so ``tf.train.load_checkpoint``,
-    ``tf.train.Checkpoint.read`` and ``Saver.restore`` cannot find it. A prefix
+    TensorFlow takes a checkpoint prefix for a glob pattern in places:
+    ``tf.train.load_checkpoint``, ``tf.train.Checkpoint.read`` and
+    ``Saver.restore`` fail on ``runs/[1]/model`` ("Failed to find any matching
+    files"), and ``*`` and ``?`` are pattern characters to them too. A prefix
     without those characters is returned as it is. Otherwise the checkpoint's
     files (``.index``, ``.data-*``, ``.meta``; the shards of an old V1
     checkpoint, whose ``-?????-of-N`` pattern is kept; an old single-file one)
