@@ -173,19 +173,7 @@ def _subtree_keys(graph: ObjectGraph, children: dict, start: int) -> set[str]:
     return keys
 
 
-def _refuse_glob_characters(ckpt_path: str | os.PathLike) -> None:
-    # TensorFlow's checkpoint reader expands the prefix as a glob pattern: 'run [1]/w' cannot be
-    # read, and would silently read 'run 1/w' if that existed.
-    text = path_text(ckpt_path, "checkpoint path")
-    if any(char in text for char in "[*?"):
-        raise NotACheckpointError(
-            text, "TensorFlow reads a checkpoint prefix as a glob pattern, so a path with '[', '*' or '?' "
-            "cannot be read safely (it could open another checkpoint): copy or rename it"
-        )
-
-
 def _read_keras2_graph(ckpt_path: str | os.PathLike) -> ObjectGraph:
-    _refuse_glob_characters(ckpt_path)
     try:
         graph = read_object_graph(ckpt_path, include_empty=True)
     except NameBasedCheckpointError:
