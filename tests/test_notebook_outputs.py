@@ -51,6 +51,17 @@ def test_exercise_notebooks_have_no_outputs(path):
 
 
 @pytest.mark.parametrize("path", SOLUTIONS, ids=lambda p: p.stem)
+def test_code_fits_in_100_columns(path):
+    """Code cells (and the exercise stubs made from them) do not scroll sideways in JupyterLab."""
+    too_wide = []
+    for index, cell in enumerate(nbformat.read(path, as_version=4).cells):
+        if cell.cell_type == "code":
+            too_wide += [f"cell {index}: {len(line)} columns: {line[:60]!r}..."
+                         for line in cell.source.splitlines() if len(line) > 100]
+    assert not too_wide, "\n".join(too_wide)
+
+
+@pytest.mark.parametrize("path", SOLUTIONS, ids=lambda p: p.stem)
 def test_outputs_fit_in_100_columns(path):
     """Nothing a learner reads wraps in JupyterLab at 1280 px or on the website."""
     too_wide = []
