@@ -23,7 +23,7 @@ MAX_MISTAKES = 8
 
 # Minutes to teach a chapter (walk-through plus exercises in pairs), and questions for discussion.
 TEACHING = {
-    "00": (20, ["Why does TensorFlow 2.21 still run `tf.compat.v1` graph code, and when would you still write it?",
+    "00": (25, ["Why does TensorFlow 2.21 still run `tf.compat.v1` graph code, and when would you still write it?",
                 "A popular answer from 2017 uses `tf.contrib`: how do you decide what in it still holds?"]),
     "01": (50, ["Which files would you copy to another machine to restore only the weights? To rebuild the graph?",
                 "When is restoring a subset under other names safer than restoring everything?"]),
