@@ -37,6 +37,7 @@ from helpers.errors import (
 )
 from helpers.files import glob_safe_prefix, path_text
 from helpers.inspection import OBJECT_GRAPH_KEY, open_checkpoint, read_tensor, resolve_checkpoint
+from helpers.object_graph import checkpoint_paths
 from helpers.scopes import scope_name
 
 __all__ = [
@@ -388,34 +389,15 @@ def _refuse_shared_variables(models: Sequence[keras.Model]) -> None:
             owner[id(variable)] = number
 
 
-def _is_variable(obj) -> bool:
-    return isinstance(obj, (tf.Variable, keras.Variable))
-
-
 def _model_layout(model: keras.Model) -> Layout:
     """``{path from the model: (shape, dtype)}`` of every variable a checkpoint of ``model`` holds.
 
-    The same breadth-first walk over the object graph that writing a
-    checkpoint does, so the first path found is the one the file records;
-    nothing is written.
+    The paths are those writing a checkpoint would record
+    (``helpers.object_graph.checkpoint_paths``); nothing is written.
     """
     if not model.built or not model.weights:
         raise StructureMismatchError("build_model must return a built model (start it with keras.Input)")
-    view = tf.train.TrackableView(model)
-    layout: Layout = {}
-    seen, queue = {id(model)}, collections.deque([(model, "")])
-    while queue:
-        obj, path = queue.popleft()
-        for name, child in view.children(obj).items():
-            if id(child) in seen:
-                continue
-            seen.add(id(child))
-            child_path = f"{path}/{name}" if path else name
-            if _is_variable(child):
-                layout[child_path] = (tuple(child.shape), tf.as_dtype(child.dtype).name)
-            else:
-                queue.append((child, child_path))
-    return layout
+    return {path: (tuple(v.shape), tf.as_dtype(v.dtype).name) for path, v in checkpoint_paths(model)}
 
 
 def _checkpoint_layout(reader, prefix: str, root: str) -> Layout:

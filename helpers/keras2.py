@@ -45,7 +45,7 @@ from helpers.errors import (
 from helpers.files import path_text, refuse_existing
 from helpers.migration import RestoreReport, restore_name_based
 from helpers.notebook import wrap_output
-from helpers.object_graph import NameBasedCheckpointError, ObjectGraph, read_object_graph
+from helpers.object_graph import NameBasedCheckpointError, ObjectGraph, checkpoint_paths, read_object_graph
 
 __all__ = [
     "KERAS2_ENVIRONMENT",
@@ -278,22 +278,11 @@ def keras3_checkpoint_keys(model: Any, edge: str = "") -> dict[str, str]:
         >>> sorted(keras3_checkpoint_keys(layer).values())
         ['_kernel/.ATTRIBUTES/VARIABLE_VALUE', 'bias/.ATTRIBUTES/VARIABLE_VALUE']
     """
-    view = tf.train.TrackableView(model)
     wanted = {id(v): v for v in model.weights}
     keys: dict[str, str] = {}
-    seen, queue = {id(model)}, deque([(model, edge)])
-    while queue:
-        obj, path = queue.popleft()
-        for name, child in view.children(obj).items():
-            if id(child) in seen:
-                continue
-            seen.add(id(child))
-            child_path = f"{path}/{name}" if path else name
-            variable = wanted.get(id(child))
-            if variable is not None:
-                keys.setdefault(variable.path, child_path + VALUE_SUFFIX)
-            else:
-                queue.append((child, child_path))
+    for path, variable in checkpoint_paths(model, edge):
+        if id(variable) in wanted:
+            keys.setdefault(wanted[id(variable)].path, path + VALUE_SUFFIX)
     return keys
 
 

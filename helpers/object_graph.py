@@ -16,7 +16,9 @@ checkpoint key holds each saved value, but not the objects' Python classes, so
 the kind of each node is inferred (see ``read_object_graph``). Name-based
 checkpoints written by ``tf.compat.v1.train.Saver`` have no object graph.
 
-Small aids go with it: ``brief_assertion`` and ``assertion_verdicts`` (what a
+Small aids go with it: ``checkpoint_paths`` (the path under which a
+checkpoint would store each variable of a model, found without writing one),
+``brief_assertion`` and ``assertion_verdicts`` (what a
 restore status's assertions say, in a line), and ``reading`` (a reader and the
 path as the user wrote it; a path with ``[``, ``*``, ``?``, which TensorFlow
 takes for a glob pattern, is read as written). The warnings TensorFlow logs
@@ -34,7 +36,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import keras
 import matplotlib.pyplot as plt
+import tensorflow as tf
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
@@ -53,6 +57,7 @@ __all__ = [
     "plot_object_graph",
     "assertion_verdicts",
     "brief_assertion",
+    "checkpoint_paths",
     "read_object_graph",
 ]
 
@@ -146,6 +151,37 @@ class ObjectGraph:
         if kind not in KIND_COLOURS:
             raise ValueError(f"unknown node kind {kind!r}; kinds are {sorted(KIND_COLOURS)}")
         return [node for node in self.nodes if node.kind == kind]
+
+
+def checkpoint_paths(root: Any, edge: str = "") -> Iterator[tuple[str, Any]]:
+    """``(path, variable)`` for every variable a checkpoint of ``root`` would hold, named as it would be.
+
+    This is the breadth-first walk over tracked objects that
+    ``tf.train.Checkpoint`` makes when it writes, so a variable reachable along
+    several paths comes once, with the path the file records (the first one
+    found). ``edge`` is the name the root gets in the checkpoint (``"model"``
+    for ``tf.train.Checkpoint(model=root)``; empty when ``root`` is the
+    checkpoint's root). Nothing is written.
+
+    Example:
+        >>> layer = keras.layers.Dense(2)
+        >>> layer.build((None, 3))
+        >>> sorted(path for path, _ in checkpoint_paths(layer, "model"))
+        ['model/_kernel', 'model/bias']
+    """
+    view = tf.train.TrackableView(root)
+    seen, queue = {id(root)}, deque([(root, edge)])
+    while queue:
+        obj, path = queue.popleft()
+        for name, child in view.children(obj).items():
+            if id(child) in seen:
+                continue
+            seen.add(id(child))
+            child_path = f"{path}/{name}" if path else name
+            if isinstance(child, (tf.Variable, keras.Variable)):
+                yield child_path, child
+            else:
+                queue.append((child, child_path))
 
 
 def _load_proto(ckpt_path: str) -> tuple[trackable_object_graph_pb2.TrackableObjectGraph, dict, dict]:

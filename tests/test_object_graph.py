@@ -16,6 +16,7 @@ from helpers.errors import NotACheckpointError
 from helpers.object_graph import (
     KIND_COLOURS,
     NameBasedCheckpointError,
+    checkpoint_paths,
     plot_object_graph,
     read_object_graph,
 )
@@ -336,3 +337,27 @@ def test_a_v1_format_checkpoint_is_named_as_name_based(tmp_path):
             path = saver.save(sess, str(tmp_path / "v1" / "model"), write_meta_graph=False)
     with pytest.raises(NameBasedCheckpointError):
         read_object_graph(path)
+
+
+# --------------------------------------------------------------------------- checkpoint_paths
+
+
+def test_checkpoint_paths_are_the_keys_a_checkpoint_writes(tmp_path):
+    class TwoNames(keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.hidden = keras.layers.Dense(3, name="hidden")
+            self.also_hidden = self.hidden  # one layer reachable along two paths
+            self.out = keras.layers.Dense(1, name="out")
+
+        def call(self, x):
+            return self.out(self.also_hidden(x))
+
+    model = TwoNames()
+    model(np.zeros((1, 2), np.float32))
+    paths = dict(checkpoint_paths(model, "model"))
+    written = tf.train.Checkpoint(model=model).write(str(tmp_path / "ckpt"))
+    keys = {key.removesuffix("/.ATTRIBUTES/VARIABLE_VALUE") for key, _ in tf.train.list_variables(written)
+            if key.startswith("model/")}
+    assert set(paths) == keys and len(paths) == len(model.weights) == 4
+    assert {id(v) for v in paths.values()} == {id(v) for v in model.weights}  # each variable once
