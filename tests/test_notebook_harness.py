@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+import tempfile
 import textwrap
 
 import pytest
@@ -230,3 +232,17 @@ def test_captured_warnings_hides_the_work_folder_and_keeps_the_loggers_on_error(
     with captured_warnings() as caught:
         logging.getLogger("absl").warning("cannot write %s", tmp_path / "m.keras")
     assert caught == ["absl warning | cannot write m.keras"]
+
+
+def test_work_folders_of_killed_kernels_are_removed(monkeypatch, tmp_path):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    finished = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                              capture_output=True, text=True, check=True)
+    orphan = tmp_path / f"tf-course-{finished.stdout.strip()}-abc"  # its process is gone
+    alive = tmp_path / f"tf-course-{os.getpid()}-def"  # this process: still running
+    unrelated = tmp_path / "tf-course-notes"
+    for folder in (orphan, alive, unrelated):
+        (folder / "ckpt").mkdir(parents=True)
+    made = notebook._make_work_folder()
+    assert made.parent == tmp_path and made.name.startswith(f"tf-course-{os.getpid()}-")
+    assert not orphan.exists() and alive.exists() and unrelated.exists()
