@@ -327,8 +327,8 @@ def test_property_any_name_reads_or_is_named(trained, tmp_path, folder, stem, as
     assert {p.name: p.read_bytes() for p in (root / folder).iterdir()} == before
 
 
-@pytest.mark.xfail(strict=False, reason="helpers.inspection reads the V1 single-file format once branch ch0001 lands")
 def test_a_v1_format_checkpoint_is_named_as_name_based(tmp_path):
+    (tmp_path / "v1").mkdir()  # a V1-format Saver does not make its folder
     with tf.Graph().as_default():
         tf.compat.v1.get_variable("dense/kernel", [3, 2], initializer=tf.compat.v1.zeros_initializer())
         saver = tf.compat.v1.train.Saver(write_version=tf.compat.v1.train.SaverDef.V1)
