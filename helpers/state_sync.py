@@ -297,7 +297,7 @@ class _CopyPlan:
 
             def assign_all():  # no arguments: calling it matches nothing
                 for s, d in self.pairs:
-                    d.assign(s if tau == 1.0 else (1.0 - tau) * d + tau * s, read_value=False)
+                    d.assign(_new_value(d, s, tau), read_value=False)
 
             function = self.by_tau[tau] = tf.function(assign_all).get_concrete_function()
         if function is None:
@@ -371,10 +371,13 @@ def _refuse_non_variables(variables: list, what: str) -> None:
             raise TypeError(f"{what} holds a {type(variable).__name__}, not a variable")
 
 
+def _new_value(dst, src, tau: float):
+    """What ``dst`` holds after a copy (``tau=1``) or a soft update of ``src`` into it."""
+    return src if tau == 1.0 else (1.0 - tau) * dst + tau * src
+
+
 def _assign(dst, src, tau: float):
-    if tau == 1.0:
-        return dst.assign(src)
-    return dst.assign((1.0 - tau) * dst + tau * src)
+    return dst.assign(_new_value(dst, src, tau))
 
 
 def _refuse_soft_update_of_integers(variables, tau: float) -> None:
