@@ -11,7 +11,7 @@ from tests import realfiles
 from tests.realfiles import DATA
 
 LIMIT_BYTES = 5 * 1024 * 1024  # the whole store stays small
-NOT_ARTIFACTS = {"README.md", "MANIFEST.json", "LICENSE", "LICENSE.txt"}
+NOT_ARTIFACTS = {"README.md", "MANIFEST.json", "LICENSE"}
 REQUIRED = {"path", "kind", "written_by", "description", "input", "output", "notes"}
 
 

@@ -438,27 +438,25 @@ def make_saved_models(out: Path) -> None:
            "serving_default signature", {"x": xm}, module.predict(xm)["y"],
            "signatures['serving_default'](x=...) returns {'y': ...}; loaded.predict(x) too.")
 
-    class HubLike(tf.Module):
-        """The shape TF Hub's reusable SavedModel format expects."""
+    from tensorflow.python.trackable.autotrackable import AutoTrackable
+    hub = AutoTrackable()  # TF Hub's reusable SavedModel: plain attributes, not tf.Module's
+    hub.kernel = tf.Variable(ramp(3, 4, phase=0.6), name="kernel")
+    hub.bias = tf.Variable(ramp(4, scale=0.1), name="bias")
+    hub.variables = [hub.kernel, hub.bias]
+    hub.trainable_variables = [hub.kernel, hub.bias]
+    hub.regularization_losses = []
 
-        def __init__(self):
-            super().__init__(name="hub_like")
-            self.kernel = tf.Variable(ramp(3, 4, phase=0.6), name="kernel")
-            self.bias = tf.Variable(ramp(4, scale=0.1), name="bias")
-            self.regularization_losses = []
+    @tf.function(input_signature=[tf.TensorSpec([None, 3], tf.float32),
+                                  tf.TensorSpec([], tf.bool)])
+    def call(x, training=False):
+        return tf.nn.relu(tf.matmul(x, hub.kernel) + hub.bias)
 
-        @tf.function(input_signature=[tf.TensorSpec([None, 3], tf.float32),
-                                      tf.TensorSpec([], tf.bool)])
-        def __call__(self, x, training=False):
-            return tf.nn.relu(tf.matmul(x, self.kernel) + self.bias)
-
-    hub = HubLike()
-    hub.__call__.get_concrete_function(tf.TensorSpec([None, 3], tf.float32), False)
+    hub.__call__ = call
     xh = ramp(2, 3, phase=0.05)
     tf.saved_model.save(hub, str(out / "hub_module"))
     record("hub_module", "hub_module", "savedmodel/hub-reusable",
            "A hub-format (reusable SavedModel) module made locally: __call__(x, training), "
-           "variables, trainable_variables, regularization_losses", xh, hub(xh, False),
+           "variables, trainable_variables, regularization_losses", xh, hub.__call__(xh, False),
            "No signatures; load with tf.saved_model.load and call obj(x, False), or "
            "hub.KerasLayer (needs tf-keras).")
 
