@@ -544,21 +544,30 @@ def make_frozen_and_tflite(out: Path) -> None:
 
 
 def make_cudnn(out: Path) -> None:
-    """Try CuDNNLSTM/CuDNNGRU weights (Keras 2.0/2.1 layout, bias 8*units) without a GPU."""
-    try:
-        fresh(22)
-        layer = tf.compat.v1.keras.layers.CuDNNLSTM(3, name="cudnn_lstm")
-        model = keras.Sequential([keras.Input((4, 2)), layer, keras.layers.Dense(1, name="out")])
-        model.save_weights(out / "cudnn_lstm_weights.h5")
-        shapes = [tuple(w.shape) for w in layer.get_weights()]
-        record("cudnn_lstm_weights", "cudnn_lstm_weights.h5", "legacy-h5-weights/cudnn",
-               "Weights-only .h5 of Sequential[CuDNNLSTM(3), Dense(1)] built by TF 2.15's "
-               "tf.compat.v1.keras.layers.CuDNNLSTM on a CPU (never run)", ramp(1, 4, 2),
-               None, f"Weight shapes {shapes}: bias of 8*units (CuDNN layout). No output: "
-               "CuDNNLSTM runs only on a GPU; convert to LSTM (bias 4*units) to run it.",
-               weight_shapes=[list(s) for s in shapes])
-    except Exception as error:  # reported; the README says what worked
-        print(f"CuDNNLSTM: {type(error).__name__}: {error}", file=sys.stderr)
+    """CuDNNLSTM/CuDNNGRU files (Keras 2.0/2.1 layout, bias 8*units / 6*units) without a GPU."""
+    for name, cls, units in (("lstm", tf.compat.v1.keras.layers.CuDNNLSTM, 3),
+                             ("gru", tf.compat.v1.keras.layers.CuDNNGRU, 3)):
+        try:
+            fresh(22)
+            layer = cls(units, name=f"cudnn_{name}")
+            model = keras.Sequential([keras.Input((4, 2)), layer, keras.layers.Dense(1, name="out")],
+                                     name=f"cudnn_{name}")
+            model.save_weights(out / f"cudnn_{name}_weights.h5")
+            model.save(out / f"cudnn_{name}.h5", save_format="h5")
+            shapes = [list(w.shape) for w in layer.get_weights()]
+            what = (f"Sequential[{cls.__name__}({units}), Dense(1)] built by TF 2.15's "
+                    f"tf.compat.v1.keras.layers.{cls.__name__} on a CPU (never run)")
+            note = (f"Weight shapes {shapes}: bias of {shapes[2][0] // units}*units (CuDNN "
+                    f"layout). No output: {cls.__name__} runs only on a GPU; convert to "
+                    f"{name.upper()} to run it.")
+            record(f"cudnn_{name}_weights", f"cudnn_{name}_weights.h5",
+                   "legacy-h5-weights/cudnn", "Weights-only .h5 of " + what, ramp(1, 4, 2),
+                   None, note, weight_shapes=shapes)
+            record(f"cudnn_{name}", f"cudnn_{name}.h5", "legacy-h5-full/cudnn",
+                   "Full-model .h5 of " + what + f"; config class_name {cls.__name__}",
+                   ramp(1, 4, 2), None, note, weight_shapes=shapes)
+        except Exception as error:  # reported; the README says what worked
+            print(f"{cls.__name__}: {type(error).__name__}: {error}", file=sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> int:
