@@ -19,6 +19,7 @@ None of the recipes overwrites an existing file.
 
 from __future__ import annotations
 
+import copy
 import importlib.util
 import json
 import os
@@ -314,6 +315,13 @@ def restore_keras2_checkpoint(
     leave them behind (they are listed in ``report.dropped``). The save
     counter is always left behind, and listed.
 
+    Keras 2 and Keras 3 both keep slots under ``optimizer/_variables/N``, but
+    Keras 3 counts ``learning_rate`` among them: slots are paired by their
+    place among the slots (not by ``N``), and every shape must agree; if one
+    does not, no optimizer value is restored (``strict=False`` included).
+    Layers that cache values computed from their variables (an adapted
+    ``Normalization``) recompute them after the restore (``finalize_state``).
+
     Everything is checked before anything is assigned. With ``strict=True``,
     any Keras 3 variable without a value, any checkpoint value without a
     variable, and any wrong shape or dtype raises ``Keras2MismatchError`` (a
@@ -339,11 +347,13 @@ def restore_keras2_checkpoint(
     optimizer_keys = _subtree_keys(graph, children, optimizer_node) if optimizer_node is not None else set()
     optimizer_keys |= {key for key in saved if "/.OPTIMIZER_SLOT/" in key}  # old-style (legacy) optimizers
     targets = [v for v in model.weights]
+    optimizer_pairs: dict[str, Any] = {}
     if optimizer is not None:
         if not optimizer.built:
             optimizer.build(model.trainable_variables)
         if optimizer_node is not None:
-            pairs.update(_optimizer_pairs(graph, children, optimizer_node, optimizer))
+            optimizer_pairs = _optimizer_pairs(graph, children, optimizer_node, optimizer)
+            pairs.update(optimizer_pairs)
         targets += list(optimizer.variables)
     elif drop_optimizer:
         dropped |= optimizer_keys
@@ -376,10 +386,19 @@ def restore_keras2_checkpoint(
             shape_mismatches=shape_mismatches, dtype_mismatches=dtype_mismatches,
         )
     bad = {key for key, *_ in shape_mismatches + dtype_mismatches}
+    optimizer_ids = {id(v) for v in optimizer.variables} if optimizer is not None else set()
+    if optimizer_pairs and (bad & set(optimizer_pairs) or set(unexpected) & optimizer_keys
+                            or any(id(v) in optimizer_ids and v.path in missing for v in targets)):
+        # Slots are paired by position: one that does not fit means the pairing is off. The optimizer's
+        # state is restored whole or not at all (its model variables are restored all the same).
+        bad |= set(optimizer_pairs)
+        report.unexpected = sorted(set(report.unexpected) | (set(optimizer_pairs) - {k for k, *_ in shape_mismatches + dtype_mismatches}))
     matching = {key: variable for key, variable in pairs.items() if key not in bad}
     if matching:
         restored = restore_name_based(ckpt_path, matching, strict=False).restored
         report.restored = sorted(restored)
+        # An adapted Normalization answers with what it computed from its old variables until told.
+        _refresh_derived_state(model, {id(matching[key]) for key in restored if key in matching})
     return report
 
 
@@ -415,7 +434,28 @@ def _open_h5(path: str | os.PathLike):
     try:
         return h5py.File(text, "r")
     except OSError:
-        raise NotACheckpointError(text, "not an HDF5 file (a .keras file is a zip: use keras.models.load_model)") from None
+        raise NotACheckpointError(text, _not_hdf5_reason(text)) from None
+
+
+def _not_hdf5_reason(path: str) -> str:
+    """Why h5py cannot open ``path``, and the route that works for what it is."""
+    with open(path, "rb") as file:
+        head = file.read(8)
+    if head.startswith(b"\x89HDF"):
+        return "a damaged HDF5 file (truncated or corrupted: its signature is there, its contents are not): copy it again"
+    if head.startswith(b"PK"):
+        import zipfile
+
+        try:
+            with zipfile.ZipFile(path) as archive:
+                version = json.loads(archive.read("metadata.json")).get("keras_version", "?")
+        except (zipfile.BadZipFile, KeyError, ValueError):
+            return "a zip file that is not a readable .keras file (truncated or another archive)"
+        if version.startswith("2."):
+            return (f"a .keras file written by Keras {version}, which keras.models.load_model cannot rebuild: "
+                    "build the model in Keras 3 code and read the weights with twin.load_weights(path)")
+        return "a Keras 3 .keras file (a zip), not a legacy .h5: load it with keras.models.load_model"
+    return "not an HDF5 file (a legacy Keras .h5 is HDF5)"
 
 
 def describe_legacy_h5(path: str | os.PathLike) -> LegacyH5:
@@ -461,6 +501,7 @@ def convert_legacy_h5(
     model: Any = None,
     *,
     safe_mode: bool = True,
+    custom_objects: dict[str, Any] | None = None,
 ) -> str:
     """Re-save a Keras 2 legacy ``.h5`` in a Keras 3 format (``.keras`` or ``.weights.h5``), checked.
 
@@ -480,7 +521,8 @@ def convert_legacy_h5(
     ``Keras2MismatchError`` and leaves ``model`` unchanged (all or nothing).
     Adapted layers (``Normalization``) recompute what they derive from the
     loaded values. A ``Lambda`` holding Python code loads only with
-    ``safe_mode=False``: pass it for a file you trust. Refuses to overwrite
+    ``safe_mode=False``: pass it for a file you trust. Custom layers come
+    in through ``custom_objects`` (``{"package>Name": cls}``). Refuses to overwrite
     ``out_path`` (``WouldOverwriteError``). Returns ``out_path``.
 
     Example:
@@ -500,7 +542,7 @@ def convert_legacy_h5(
             raise ValueError(
                 f"{source!r} holds weights only: pass a built Keras 3 model of the same architecture (model=)"
             )
-        model = _model_from_h5(source, safe_mode)
+        model = _model_from_h5(source, safe_mode, custom_objects)
     else:
         _require_built(model)
     pairs = _pair_h5(source, model)
@@ -624,8 +666,8 @@ def _model_layers(config: Any):
             yield from (layer for layer in layers if isinstance(layer, dict) and "class_name" in layer)
 
 
-def _unknown_classes(config: dict) -> list[str]:
-    known = set(legacy_custom_objects()) | {"Functional", "Model", "Sequential", "InputLayer"}
+def _unknown_classes(config: dict, custom_objects: dict) -> list[str]:
+    known = set(legacy_custom_objects()) | set(custom_objects) | {"Functional", "Model", "Sequential", "InputLayer"}
     return [
         f"layer {layer.get('config', {}).get('name', '?')!r} ({layer['class_name']}): a class Keras 3 does not "
         "have (a custom layer, or a TensorFlow function called on a Keras tensor)"
@@ -706,7 +748,7 @@ def _tensor_references(value: Any):
             yield from _tensor_references(item)
 
 
-def _model_from_h5(path: str, safe_mode: bool) -> Any:
+def _model_from_h5(path: str, safe_mode: bool, custom_objects: dict | None = None) -> Any:
     """Rebuild the architecture a legacy ``.h5`` stores, with Keras 2 arguments patched (no weights yet)."""
     # Keras' own reader of legacy configurations; no public function takes a configuration.
     from keras.src.legacy.saving import saving_options, saving_utils
@@ -719,11 +761,12 @@ def _model_from_h5(path: str, safe_mode: bool) -> Any:
         raise LegacyModelError(path, problems)
     _renumber_nested_nodes(config)
     _keyword_tensors_to_calls(config)
-    objects = {**legacy_custom_objects(), **keras.saving.get_custom_objects()}
+    custom_objects = dict(custom_objects or {})
+    objects = {**legacy_custom_objects(), **keras.saving.get_custom_objects(), **custom_objects}
     try:
         with saving_options.keras_option_scope(use_legacy_config=True), \
                 serialization_lib.SafeModeScope(safe_mode), keras.saving.custom_object_scope(objects):
-            return saving_utils.model_from_config(config, custom_objects=objects)
+            return saving_utils.model_from_config(copy.deepcopy(config), custom_objects=objects)
     except LegacyModelError as error:
         raise LegacyModelError(path, error.problems) from None
     except Exception as error:  # Keras wraps what a layer raises: find the cause, or say what Keras said
@@ -734,8 +777,13 @@ def _model_from_h5(path: str, safe_mode: bool) -> Any:
             raise LegacyModelError(path, [
                 "a Lambda layer holds Python bytecode, which safe_mode refuses to run: if you trust the file, "
                 "pass safe_mode=False"], route="convert_legacy_h5(path, out, safe_mode=False)") from None
-        problems = _unknown_classes(config) or [f"Keras 3 failed: {first_line(error)}"]
-        raise LegacyModelError(path, problems) from None
+        unknown = _unknown_classes(config, custom_objects)
+        if unknown:
+            raise LegacyModelError(path, unknown, route=(
+                "pass the class: convert_legacy_h5(path, out, custom_objects={name: cls}) with the name "
+                "shown, or register it with keras.saving.register_keras_serializable; or pass model=twin"
+            )) from None
+        raise LegacyModelError(path, [f"Keras 3 failed: {first_line(error)}"]) from None
 
 
 # --------------------------------------------------------------------------- legacy .h5 weights, by name
@@ -816,6 +864,10 @@ def _pair_h5(path: str, model: Any) -> list[tuple[str, Any, np.ndarray]]:
             relative = _relative(weight, name)
             relative = renamed.get(relative, relative)
             found = [v for v in variables.get(relative, []) if id(v) not in used]
+            if not found:  # a cell Keras 2 did not name (CuDNNLSTM's bias:0 is LSTM's lstm_cell/bias): a unique last name
+                last = [v for key, group in variables.items() for v in group
+                        if key.rsplit("/", 1)[-1] == relative.rsplit("/", 1)[-1]]
+                found = last if len(last) == 1 and id(last[0]) not in used else []
             if not found:
                 unexpected.append(key)
                 continue
