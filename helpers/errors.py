@@ -15,7 +15,8 @@ NotAKerasFileError`` works as well).
 * ``StructureMismatchError`` (and ``ScopeError``, ``InvalidLabelsError``,
   ``UnwritableValueError``, ``TrainingStateError``): arguments that do not
   line up with what a recipe needs;
-* ``WouldOverwriteError``, ``SignatureNotFoundError``, ``ModelNotBuiltError``.
+* ``WouldOverwriteError``, ``SignatureNotFoundError``, ``ModelNotBuiltError``,
+  ``LegacyModelError`` (a Keras 2 configuration Keras 3 cannot rebuild).
 """
 
 from __future__ import annotations
@@ -343,3 +344,36 @@ class Keras2RunError(RuntimeError):
         ...
         helpers.errors.Keras2RunError: the Keras 2 code failed: ZeroDivisionError: division by zero
     """
+
+
+_LEGACY_ROUTE = (
+    "build the model in Keras 3 code and pass it: convert_legacy_h5(path, out, model=twin) reads only "
+    "the weights; without a twin, export it once with Keras 2 and serve it as one layer: "
+    "run_keras2(\"keras.models.load_model('m.h5', compile=False).export('m_export')\"), then "
+    "keras.layers.TFSMLayer('m_export', call_endpoint='serve')"
+)
+
+
+class LegacyModelError(ValueError):
+    """Keras 3 cannot rebuild a Keras 2 model configuration; says which layer, why, and what works.
+
+    ``problems`` holds one line per layer; ``route`` is what to do instead.
+
+    Example:
+        >>> raise LegacyModelError("k2/rnn.h5", ["layer 'lstm' (LSTM): time_major=True has no Keras 3 "
+        ...                        "equivalent"], route="pass model=twin")
+        Traceback (most recent call last):
+        ...
+        helpers.errors.LegacyModelError: Keras 3 cannot rebuild the Keras 2 model in 'k2/rnn.h5':
+          layer 'lstm' (LSTM): time_major=True has no Keras 3 equivalent
+          route: pass model=twin
+    """
+
+    def __init__(self, path: str | os.PathLike, problems: Iterable[str], route: str = _LEGACY_ROUTE) -> None:
+        self.path = os.fspath(path)
+        self.problems = list(problems)
+        self.route = route
+        where = f" in {self.path!r}" if self.path else ""
+        lines = [f"Keras 3 cannot rebuild the Keras 2 model{where}:"]
+        lines += [f"  {problem}" for problem in self.problems]
+        super().__init__("\n".join(lines + [f"  route: {route}"]))

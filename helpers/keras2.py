@@ -19,8 +19,11 @@ None of the recipes overwrites an existing file.
 
 from __future__ import annotations
 
+import copy
 import importlib.util
+import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -38,9 +41,11 @@ from helpers.errors import (
     CheckpointMismatchError,
     Keras2MismatchError,
     Keras2RunError,
+    LegacyModelError,
     ModelNotBuiltError,
     NotACheckpointError,
     NotAKeras2CheckpointError,
+    first_line,
 )
 from helpers.files import path_text, refuse_existing
 from helpers.migration import RestoreReport, restore_name_based
@@ -53,12 +58,14 @@ __all__ = [
     "Keras2RestoreReport",
     "Keras2Run",
     "Keras2RunError",
+    "LegacyModelError",
     "ModelNotBuiltError",
     "NotAKeras2CheckpointError",
     "convert_legacy_h5",
     "describe_legacy_h5",
     "keras2_key_map",
     "keras3_checkpoint_keys",
+    "legacy_custom_objects",
     "restore_keras2_checkpoint",
     "run_keras2",
 ]
@@ -308,6 +315,13 @@ def restore_keras2_checkpoint(
     leave them behind (they are listed in ``report.dropped``). The save
     counter is always left behind, and listed.
 
+    Keras 2 and Keras 3 both keep slots under ``optimizer/_variables/N``, but
+    Keras 3 counts ``learning_rate`` among them: slots are paired by their
+    place among the slots (not by ``N``), and every shape must agree; if one
+    does not, no optimizer value is restored (``strict=False`` included).
+    Layers that cache values computed from their variables (an adapted
+    ``Normalization``) recompute them after the restore (``finalize_state``).
+
     Everything is checked before anything is assigned. With ``strict=True``,
     any Keras 3 variable without a value, any checkpoint value without a
     variable, and any wrong shape or dtype raises ``Keras2MismatchError`` (a
@@ -333,11 +347,13 @@ def restore_keras2_checkpoint(
     optimizer_keys = _subtree_keys(graph, children, optimizer_node) if optimizer_node is not None else set()
     optimizer_keys |= {key for key in saved if "/.OPTIMIZER_SLOT/" in key}  # old-style (legacy) optimizers
     targets = [v for v in model.weights]
+    optimizer_pairs: dict[str, Any] = {}
     if optimizer is not None:
         if not optimizer.built:
             optimizer.build(model.trainable_variables)
         if optimizer_node is not None:
-            pairs.update(_optimizer_pairs(graph, children, optimizer_node, optimizer))
+            optimizer_pairs = _optimizer_pairs(graph, children, optimizer_node, optimizer)
+            pairs.update(optimizer_pairs)
         targets += list(optimizer.variables)
     elif drop_optimizer:
         dropped |= optimizer_keys
@@ -370,10 +386,19 @@ def restore_keras2_checkpoint(
             shape_mismatches=shape_mismatches, dtype_mismatches=dtype_mismatches,
         )
     bad = {key for key, *_ in shape_mismatches + dtype_mismatches}
+    optimizer_ids = {id(v) for v in optimizer.variables} if optimizer is not None else set()
+    if optimizer_pairs and (bad & set(optimizer_pairs) or set(unexpected) & optimizer_keys
+                            or any(id(v) in optimizer_ids and v.path in missing for v in targets)):
+        # Slots are paired by position: one that does not fit means the pairing is off. The optimizer's
+        # state is restored whole or not at all (its model variables are restored all the same).
+        bad |= set(optimizer_pairs)
+        report.unexpected = sorted(set(report.unexpected) | (set(optimizer_pairs) - {k for k, *_ in shape_mismatches + dtype_mismatches}))
     matching = {key: variable for key, variable in pairs.items() if key not in bad}
     if matching:
         restored = restore_name_based(ckpt_path, matching, strict=False).restored
         report.restored = sorted(restored)
+        # An adapted Normalization answers with what it computed from its old variables until told.
+        _refresh_derived_state(model, {id(matching[key]) for key in restored if key in matching})
     return report
 
 
@@ -409,7 +434,28 @@ def _open_h5(path: str | os.PathLike):
     try:
         return h5py.File(text, "r")
     except OSError:
-        raise NotACheckpointError(text, "not an HDF5 file (a .keras file is a zip: use keras.models.load_model)") from None
+        raise NotACheckpointError(text, _not_hdf5_reason(text)) from None
+
+
+def _not_hdf5_reason(path: str) -> str:
+    """Why h5py cannot open ``path``, and the route that works for what it is."""
+    with open(path, "rb") as file:
+        head = file.read(8)
+    if head.startswith(b"\x89HDF"):
+        return "a damaged HDF5 file (truncated or corrupted: its signature is there, its contents are not): copy it again"
+    if head.startswith(b"PK"):
+        import zipfile
+
+        try:
+            with zipfile.ZipFile(path) as archive:
+                version = json.loads(archive.read("metadata.json")).get("keras_version", "?")
+        except (zipfile.BadZipFile, KeyError, ValueError):
+            return "a zip file that is not a readable .keras file (truncated or another archive)"
+        if version.startswith("2."):
+            return (f"a .keras file written by Keras {version}, which keras.models.load_model cannot rebuild: "
+                    "build the model in Keras 3 code and read the weights with twin.load_weights(path)")
+        return "a Keras 3 .keras file (a zip), not a legacy .h5: load it with keras.models.load_model"
+    return "not an HDF5 file (a legacy Keras .h5 is HDF5)"
 
 
 def describe_legacy_h5(path: str | os.PathLike) -> LegacyH5:
@@ -449,40 +495,59 @@ def _text(values: Any) -> list[str]:
     return [v.decode() if isinstance(v, bytes) else str(v) for v in values]
 
 
-def convert_legacy_h5(h5_path: str | os.PathLike, out_path: str | os.PathLike, model: Any = None) -> str:
+def convert_legacy_h5(
+    h5_path: str | os.PathLike,
+    out_path: str | os.PathLike,
+    model: Any = None,
+    *,
+    safe_mode: bool = True,
+    custom_objects: dict[str, Any] | None = None,
+) -> str:
     """Re-save a Keras 2 legacy ``.h5`` in a Keras 3 format (``.keras`` or ``.weights.h5``), checked.
 
     Without ``model`` the ``.h5`` must hold a whole model: Keras 3 rebuilds it
-    from the stored architecture (``compile=False``: the Keras 2 loss,
-    metrics and optimizer state are not carried over). With ``model`` (a
-    built Keras 3 model of the same architecture) only the weights are read.
-    Keras 3 pairs legacy ``.h5`` weights with layers by order, so afterwards
-    every value of the file is compared with the variable it went to; any
-    difference raises ``CheckpointMismatchError``. Refuses to overwrite
+    from the stored architecture, with the Keras 2 arguments it no longer
+    takes patched (``legacy_custom_objects``) and nested models renumbered
+    (``compile=False``: the Keras 2 loss, metrics and optimizer state are not
+    carried over). A configuration Keras 3 cannot rebuild raises
+    ``LegacyModelError`` naming the layer, the reason and the route that
+    works. With ``model`` (a built Keras 3 twin) only the weights are read.
+
+    Either way every value goes to the variable the ``.h5`` names: layers
+    are paired in order and must carry the file's names (or names the file
+    does not know, as a twin built elsewhere has), and inside a layer each
+    weight is found by its name (``dense_5/kernel``), not by its position.
+    Anything unpaired, misordered or of another shape raises
+    ``Keras2MismatchError`` and leaves ``model`` unchanged (all or nothing).
+    Adapted layers (``Normalization``) recompute what they derive from the
+    loaded values. A ``Lambda`` holding Python code loads only with
+    ``safe_mode=False``: pass it for a file you trust. Custom layers come
+    in through ``custom_objects`` (``{"package>Name": cls}``). Refuses to overwrite
     ``out_path`` (``WouldOverwriteError``). Returns ``out_path``.
 
     Example:
         >>> convert_legacy_h5("k2/model.h5", "k3/model.keras")   # doctest: +SKIP
         'k3/model.keras'
+        >>> convert_legacy_h5("k2/weights.h5", "k3/m.weights.h5", model=twin)   # doctest: +SKIP
+        'k3/m.weights.h5'
     """
     out = path_text(out_path, "output path")
     if not (out.endswith(".keras") or out.endswith(".weights.h5")):
         raise ValueError(f"out_path must end in .keras or .weights.h5 (a Keras 3 format), got {out!r}")
     refuse_existing(out, "a model file")
-    description = describe_legacy_h5(h5_path)
+    source = os.fspath(h5_path)
+    description = describe_legacy_h5(source)
     if model is None:
         if not description.has_model:
             raise ValueError(
-                f"{os.fspath(h5_path)!r} holds weights only: pass a built Keras 3 model of the same architecture"
+                f"{source!r} holds weights only: pass a built Keras 3 model of the same architecture (model=)"
             )
-        model = keras.models.load_model(os.fspath(h5_path), compile=False)
+        model = _model_from_h5(source, safe_mode, custom_objects)
     else:
         _require_built(model)
-        try:
-            model.load_weights(os.fspath(h5_path))
-        except ValueError as error:
-            raise CheckpointMismatchError(os.fspath(h5_path), f"{_describe(model)} ({error})".split("\n")[0]) from None
-    _compare_with_h5(h5_path, model)
+    pairs = _pair_h5(source, model)
+    _assign_all(pairs)
+    _refresh_derived_state(model, {id(variable) for _, variable, _ in pairs})
     folder = os.path.dirname(out)
     if folder:
         os.makedirs(folder, exist_ok=True)
@@ -493,22 +558,361 @@ def convert_legacy_h5(h5_path: str | os.PathLike, out_path: str | os.PathLike, m
     return out
 
 
-def _compare_with_h5(h5_path: str | os.PathLike, model: Any) -> None:
-    with _open_h5(h5_path) as file:
+# --------------------------------------------------------------------------- Keras 2 configurations in Keras 3
+
+_ANY = object()  # an argument Keras 3 ignores whatever its value
+_RNNS = ("LSTM", "GRU", "SimpleRNN", "ConvLSTM1D", "ConvLSTM2D", "ConvLSTM3D")
+_GROUPED = ("DepthwiseConv1D", "DepthwiseConv2D", "SeparableConv1D", "SeparableConv2D",
+            "Conv1DTranspose", "Conv2DTranspose", "Conv3DTranspose")
+# Keras 2 arguments Keras 3 refuses, by class: {argument: the one value Keras 3 behaves like, or _ANY}.
+_KERAS2_ONLY: dict[str, dict[str, Any]] = {
+    **{name: {"time_major": False} for name in _RNNS},
+    **{name: {"groups": 1} for name in _GROUPED},
+    # Keras 2's separable convolutions took kernel_* arguments and never used them.
+    **{name: {"groups": 1, "kernel_initializer": _ANY, "kernel_regularizer": _ANY, "kernel_constraint": _ANY}
+       for name in ("SeparableConv1D", "SeparableConv2D")},
+    # Keras 2.13+ records the shapes it was built for; Keras 3 builds from the call.
+    "MultiHeadAttention": {"query_shape": _ANY, "key_shape": _ANY, "value_shape": _ANY},
+    **{name: {"trainable": _ANY} for name in ("SpatialDropout1D", "SpatialDropout2D", "SpatialDropout3D")},
+}
+_WHY = {
+    "time_major": "time_major=True (inputs shaped (time, batch, features)) has no Keras 3 equivalent",
+    "groups": "groups={value} (grouped channels) has no Keras 3 equivalent in this layer",
+}
+_CUDNN = ("CuDNNLSTM", "CuDNNGRU")
+def _refusal(class_name: str, layer: str, argument: str, value: Any) -> str:
+    reason = _WHY.get(argument, f"{argument}={value!r} has no Keras 3 equivalent").format(value=value)
+    return f"layer {layer!r} ({class_name}): {reason}"
+
+
+def _legacy_class(class_name: str, arguments: dict[str, Any]) -> type:
+    base = getattr(keras.layers, class_name)
+
+    def from_config(cls, config):
+        config = dict(config)
+        for argument, neutral in arguments.items():
+            if argument in config:
+                value = config.pop(argument)
+                if neutral is not _ANY and value != neutral:
+                    raise LegacyModelError("", [_refusal(class_name, config.get("name", "?"), argument, value)])
+        return base.from_config(config)  # a plain Keras 3 layer: the converted file needs no custom objects
+
+    return type(class_name, (base,), {
+        "from_config": classmethod(from_config),
+        "__module__": __name__,
+        "__doc__": f"Builds a keras.layers.{class_name} from a Keras 2 configuration "
+                   f"(drops {', '.join(sorted(arguments))} where Keras 3 behaves the same).",
+    })
+
+
+def legacy_custom_objects() -> dict[str, type]:
+    """Classes that let Keras 3 rebuild Keras 2 configurations with arguments it no longer accepts.
+
+    Each class builds the plain Keras 3 layer (the model, and the files it
+    saves, need nothing of this module afterwards) after dropping the Keras 2
+    arguments that change nothing: ``time_major=False`` of recurrent layers,
+    ``groups=1`` of depthwise, separable and transposed convolutions, the
+    unused ``kernel_*`` arguments of separable convolutions, the build shapes
+    of ``MultiHeadAttention``, ``trainable`` of ``SpatialDropout``. A value
+    that would change the computation (``time_major=True``, ``groups=2``)
+    raises ``LegacyModelError`` naming the layer. ``batch_input_shape`` is
+    translated by Keras 3 itself. Nested models in a legacy ``.h5`` also need
+    their call numbers fixed, which ``convert_legacy_h5`` does and
+    ``load_model`` does not.
+
+    Example:
+        >>> sorted(legacy_custom_objects())[:3]
+        ['Conv1DTranspose', 'Conv2DTranspose', 'Conv3DTranspose']
+        >>> model = keras.models.load_model("k2/rnn.h5", custom_objects=legacy_custom_objects(),
+        ...                                 compile=False)    # doctest: +SKIP
+    """
+    return {name: _legacy_class(name, arguments) for name, arguments in _KERAS2_ONLY.items()
+            if hasattr(keras.layers, name)}
+
+
+def _layer_configs(config: Any):
+    """Every ``{"class_name", "config"}`` dict inside a Keras configuration (nested models, wrappers)."""
+    if isinstance(config, dict):
+        if "class_name" in config and isinstance(config.get("config"), dict):
+            yield config
+        for value in config.values():
+            yield from _layer_configs(value)
+    elif isinstance(config, list):
+        for value in config:
+            yield from _layer_configs(value)
+
+
+def _rebuild_problems(config: dict) -> list[str]:
+    """What in a Keras 2 configuration no patch can carry over, one line per layer."""
+    problems = []
+    for layer in _layer_configs(config):
+        name, settings = layer["class_name"], layer["config"]
+        if name in _CUDNN:
+            problems.append(
+                f"layer {settings.get('name', '?')!r} ({name}): Keras 3 has no CuDNN layers, and their weights "
+                f"are in the CuDNN layout (a bias of {8 if name == 'CuDNNLSTM' else 6}×units)"
+            )
+        for argument, neutral in _KERAS2_ONLY.get(name, {}).items():
+            if argument in settings and neutral is not _ANY and settings[argument] != neutral:
+                problems.append(_refusal(name, settings.get("name", "?"), argument, settings[argument]))
+    return problems
+
+
+def _model_layers(config: Any):
+    """The layer configurations listed by every model inside a Keras configuration (nested ones too)."""
+    for item in _layer_configs(config):
+        layers = item["config"].get("layers")
+        if isinstance(layers, list):
+            yield from (layer for layer in layers if isinstance(layer, dict) and "class_name" in layer)
+
+
+def _unknown_classes(config: dict, custom_objects: dict) -> list[str]:
+    known = set(legacy_custom_objects()) | set(custom_objects) | {"Functional", "Model", "Sequential", "InputLayer"}
+    return [
+        f"layer {layer.get('config', {}).get('name', '?')!r} ({layer['class_name']}): a class Keras 3 does not "
+        "have (a custom layer, or a TensorFlow function called on a Keras tensor)"
+        for layer in _model_layers(config)
+        if layer["class_name"] not in known and not hasattr(keras.layers, layer["class_name"])
+        and keras.saving.get_registered_object(layer["class_name"]) is None
+    ]
+
+
+def _renumber_nested_nodes(config: Any) -> None:
+    """Keras 2 numbers the calls of a nested model from 1 (its node 0 is its own graph); Keras 3 from 0.
+
+    Keras 3 subtracts that 1 where a model's outputs name a nested
+    functional model, but not where another layer's inputs name it, nor for
+    a nested ``Sequential``; this fixes those references in place.
+    """
+    for item in list(_layer_configs(config)):
+        layers = item["config"].get("layers")
+        if not isinstance(layers, list) or item["class_name"] == "Sequential":
+            continue
+        calls = {layer["name"]: len(layer.get("inbound_nodes", [])) for layer in layers
+                 if isinstance(layer, dict) and isinstance(layer.get("config", {}).get("layers"), list)}
+        if not calls:
+            continue
+        references = list(_tensor_references([layer.get("inbound_nodes", []) for layer in layers]))
+        outputs = list(_tensor_references(item["config"].get("output_layers", [])))
+        shifted = {name for name, count in calls.items()
+                   if any(ref[0] == name and ref[1] >= count for ref in references + outputs)}
+        for ref in references:
+            if ref[0] in shifted:
+                ref[1] -= 1
+        sequential = {layer["name"] for layer in layers if isinstance(layer, dict)
+                      and layer.get("class_name") == "Sequential"}
+        for ref in outputs:
+            if ref[0] in shifted & sequential:
+                ref[1] -= 1
+
+
+def _is_reference(value: Any) -> bool:
+    return (isinstance(value, list) and len(value) == 3 and isinstance(value[0], str)
+            and isinstance(value[1], int) and isinstance(value[2], int))
+
+
+def _keyword_tensors_to_calls(config: Any) -> None:
+    """Keras 2 writes ``mha(query, value=v)`` as a legacy node whose keyword holds ``[layer, node, tensor]``.
+
+    Keras 3 reads legacy nodes' positional inputs only (the keyword stays a
+    plain list); the node is rewritten in Keras 3's own node format, where
+    keyword tensors are references too.
+    """
+    def tensor(reference: list) -> dict:
+        return {"class_name": "__keras_tensor__",
+                "config": {"shape": [], "dtype": "float32", "keras_history": list(reference[:3])}}
+
+    for item in list(_layer_configs(config)):
+        for layer in item["config"].get("layers", []) if isinstance(item["config"].get("layers"), list) else []:
+            nodes = layer.get("inbound_nodes", []) if isinstance(layer, dict) else []
+            for index, node in enumerate(nodes):
+                if (isinstance(node, list) and len(node) == 1 and len(node[0]) == 4 and isinstance(node[0][3], dict)
+                        and any(_is_reference(value) for value in node[0][3].values())):
+                    keywords = {key: tensor(value) if _is_reference(value) else value
+                                for key, value in node[0][3].items()}
+                    nodes[index] = {"args": [tensor(node[0])], "kwargs": keywords}
+
+
+def _tensor_references(value: Any):
+    """Every ``[layer name, node index, tensor index, ...]`` list inside legacy inbound nodes."""
+    if isinstance(value, list):
+        if len(value) >= 3 and isinstance(value[0], str) and isinstance(value[1], int) and isinstance(value[2], int):
+            yield value
+            if len(value) > 3:
+                yield from _tensor_references(value[3])
+        else:
+            for item in value:
+                yield from _tensor_references(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _tensor_references(item)
+
+
+def _model_from_h5(path: str, safe_mode: bool, custom_objects: dict | None = None) -> Any:
+    """Rebuild the architecture a legacy ``.h5`` stores, with Keras 2 arguments patched (no weights yet)."""
+    # Keras' own reader of legacy configurations; no public function takes a configuration.
+    from keras.src.legacy.saving import saving_options, saving_utils
+    from keras.src.saving import serialization_lib
+
+    with _open_h5(path) as file:
+        config = json.loads(_text([file.attrs["model_config"]])[0])
+    problems = _rebuild_problems(config)
+    if problems:
+        raise LegacyModelError(path, problems)
+    _renumber_nested_nodes(config)
+    _keyword_tensors_to_calls(config)
+    custom_objects = dict(custom_objects or {})
+    objects = {**legacy_custom_objects(), **keras.saving.get_custom_objects(), **custom_objects}
+    try:
+        with saving_options.keras_option_scope(use_legacy_config=True), \
+                serialization_lib.SafeModeScope(safe_mode), keras.saving.custom_object_scope(objects):
+            return saving_utils.model_from_config(copy.deepcopy(config), custom_objects=objects)
+    except LegacyModelError as error:
+        raise LegacyModelError(path, error.problems) from None
+    except Exception as error:  # Keras wraps what a layer raises: find the cause, or say what Keras said
+        text = str(error)
+        if "LegacyModelError" in text or isinstance(error.__cause__, LegacyModelError):
+            raise LegacyModelError(path, getattr(error.__cause__, "problems", [first_line(error)])) from None
+        if "safe_mode" in text:
+            raise LegacyModelError(path, [
+                "a Lambda layer holds Python bytecode, which safe_mode refuses to run: if you trust the file, "
+                "pass safe_mode=False"], route="convert_legacy_h5(path, out, safe_mode=False)") from None
+        unknown = _unknown_classes(config, custom_objects)
+        if unknown:
+            raise LegacyModelError(path, unknown, route=(
+                "pass the class: convert_legacy_h5(path, out, custom_objects={name: cls}) with the name "
+                "shown, or register it with keras.saving.register_keras_serializable; or pass model=twin"
+            )) from None
+        raise LegacyModelError(path, [f"Keras 3 failed: {first_line(error)}"]) from None
+
+
+# --------------------------------------------------------------------------- legacy .h5 weights, by name
+
+
+def _h5_names(group: Any, name: str) -> list[str]:
+    """A list attribute of a legacy ``.h5`` group; large ones are split into ``name0``, ``name1``..."""
+    if name in group.attrs:
+        return _text(group.attrs[name])
+    names, chunk = [], 0
+    while f"{name}{chunk}" in group.attrs:
+        names += _text(group.attrs[f"{name}{chunk}"])
+        chunk += 1
+    return names
+
+
+def _relative(name: str, layer: str) -> str:
+    """A weight's name inside its layer: ``dense_7/kernel:0`` in ``dense_7`` (Keras 2) and
+    ``sequential/dense_7/kernel`` (Keras 3) -> ``kernel``; ``dense_5/kernel:0`` in ``base`` stays."""
+    name = re.sub(r":\d+$", "", name)
+    match = re.search(r"(^|/)" + re.escape(layer) + "/", name)
+    return name[match.end():] if match else name
+
+
+# Weights Keras 3 renamed, by layer class: {Keras 2 name: Keras 3 name}.
+_RENAMED = {"DepthwiseConv1D": {"depthwise_kernel": "kernel"}, "DepthwiseConv2D": {"depthwise_kernel": "kernel"}}
+
+
+def _cudnn_hint(value: np.ndarray, variable: Any) -> str:
+    shape = tuple(variable.shape)
+    if variable.path.endswith("/bias") and value.ndim == 1 and value.size in (2 * int(np.prod(shape)),) \
+            or (len(shape) == 2 and shape[0] == 2 and value.ndim == 1 and value.size == int(np.prod(shape))
+                and variable.path.endswith("gru_cell/bias")):
+        return (f"{variable.path!r} gets a bias in the CuDNN layout (input and recurrent biases apart, "
+                "written by Keras 2.0/2.1 CuDNNLSTM/CuDNNGRU): Keras 3 cannot read it; re-save the model "
+                "with Keras 2 as LSTM/GRU layers first")
+    return ""
+
+
+def _pair_h5(path: str, model: Any) -> list[tuple[str, Any, np.ndarray]]:
+    """``(file key, variable, value)`` for every weight of a legacy ``.h5``, paired by name; or raise."""
+    with _open_h5(path) as file:
         group = file["model_weights"] if "model_weights" in file else file
         saved = []
-        for layer in _text(group.attrs["layer_names"]):
-            for name in _text(group[layer].attrs.get("weight_names", [])):
-                saved.append((f"{layer}/{name}", group[layer][name][()]))
-    loaded = model.weights
-    problems = [key for (key, value), variable in zip(saved, loaded)
-                if value.shape != tuple(variable.shape) or not np.array_equal(value, variable.numpy())]
-    if len(saved) != len(loaded) or problems:
-        raise CheckpointMismatchError(
-            os.fspath(h5_path), _describe(model),
-            missing=[v.path for v in loaded[len(saved):]],
-            unexpected=[key for key, _ in saved[len(loaded):]] + problems,
-        )
+        for name in _h5_names(group, "layer_names"):
+            weights = [(weight, np.asarray(group[name][weight])) for weight in _h5_names(group[name], "weight_names")]
+            if weights:
+                saved.append((name, weights))
+        if "top_level_model_weights" in group and _h5_names(group["top_level_model_weights"], "weight_names"):
+            raise Keras2MismatchError(path, _describe(model), hint="the file holds weights of the model itself "
+                                      "(a subclassed Keras 2 model): rebuild it and use run_keras2 to re-save "
+                                      "them as .weights.h5", unexpected=["top_level_model_weights"])
+    layers = [layer for layer in model.layers if layer.weights]
+    file_names, model_names = {name for name, _ in saved}, {layer.name for layer in layers}
+    pairs, missing, unexpected, shapes, hints = [], [], [], [], []
+    for index in range(max(len(saved), len(layers))):
+        if index >= len(saved):
+            missing += [v.path for v in layers[index].weights]
+            continue
+        name, weights = saved[index]
+        if index >= len(layers):
+            unexpected += [f"{name}/{weight}" for weight, _ in weights]
+            continue
+        layer = layers[index]
+        if name != layer.name and (name in model_names or layer.name in file_names):
+            hints.append(f"layer {index} with weights is {name!r} in the file but {layer.name!r} in the model "
+                         "(layers in another order?)")
+            unexpected += [f"{name}/{weight}" for weight, _ in weights]
+            missing += [v.path for v in layer.weights]
+            continue
+        variables = {}
+        for variable in layer.weights:
+            variables.setdefault(_relative(variable.path, layer.name), []).append(variable)
+        renamed = _RENAMED.get(type(layer).__name__, {})
+        used = set()
+        for weight, value in weights:
+            key = f"{name}/{weight}"
+            relative = _relative(weight, name)
+            relative = renamed.get(relative, relative)
+            found = [v for v in variables.get(relative, []) if id(v) not in used]
+            if not found:  # a cell Keras 2 did not name (CuDNNLSTM's bias:0 is LSTM's lstm_cell/bias): a unique last name
+                last = [v for key, group in variables.items() for v in group
+                        if key.rsplit("/", 1)[-1] == relative.rsplit("/", 1)[-1]]
+                found = last if len(last) == 1 and id(last[0]) not in used else []
+            if not found:
+                unexpected.append(key)
+                continue
+            variable = found[0]
+            used.add(id(variable))
+            if value.shape != tuple(variable.shape):
+                shapes.append((key, value.shape, tuple(variable.shape)))
+                hints.append(_cudnn_hint(value, variable))
+            else:
+                pairs.append((key, variable, value))
+        missing += [v.path for v in layer.weights if id(v) not in used]
+    if missing or unexpected or shapes:
+        if missing and unexpected and not any(hints):
+            hints.append("weights are found by the names the .h5 stores: give the model's layers (and the "
+                         "layers of nested models) the file's names (describe_legacy_h5 lists them)")
+        raise Keras2MismatchError(path, _describe(model), hint="; ".join(h for h in hints if h),
+                                  missing=missing, unexpected=unexpected, shape_mismatches=shapes)
+    return pairs
+
+
+def _assign_all(pairs: list[tuple[str, Any, np.ndarray]]) -> None:
+    """Assign every value, or none: a failure half way puts the old values back."""
+    snapshot = [(variable, variable.numpy()) for _, variable, _ in pairs]
+    try:
+        for _, variable, value in pairs:
+            variable.assign(value)
+    except Exception:
+        for variable, old in snapshot:
+            variable.assign(old)
+        raise
+
+
+def _refresh_derived_state(model: Any, assigned: set[int]) -> list[str]:
+    """Let layers that cache values computed from their variables recompute them; returns their names.
+
+    An adapted ``Normalization`` keeps the mean and variance it computes from
+    its variables in plain tensors: assigning the variables alone leaves it
+    answering with the old ones. ``finalize_state`` recomputes them.
+    """
+    refreshed = []
+    for layer in model._flatten_layers(include_self=True, recursive=True):
+        if hasattr(layer, "finalize_state") and any(id(v) in assigned for v in layer.weights):
+            layer.finalize_state()
+            refreshed.append(layer.name)
+    return refreshed
 
 
 # --------------------------------------------------------------------------- running Keras 2

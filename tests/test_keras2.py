@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import pathlib
 import shutil
@@ -16,6 +17,8 @@ from helpers.checks import ex10
 from helpers.errors import CheckpointMismatchError, NotACheckpointError, WouldOverwriteError
 from helpers.keras2 import (
     Keras2MismatchError,
+    LegacyModelError,
+    legacy_custom_objects,
     Keras2RunError,
     ModelNotBuiltError,
     NotAKeras2CheckpointError,
@@ -27,6 +30,7 @@ from helpers.keras2 import (
     run_keras2,
 )
 from helpers.migration import write_name_based
+from tests.realfiles import copy_real, expected_output, model_input
 
 PROBE = np.array([[1, 5, 9, 2, 0, 7], [3, 3, 8, 1, 4, 6]], dtype=np.int32)
 
@@ -89,6 +93,15 @@ def token_net():
     h = keras.layers.Flatten()(keras.layers.Embedding(15, 3)(tokens))
     h = keras.layers.LayerNormalization()(keras.layers.Dense(4, activation="relu")(h))
     return keras.Model(tokens, keras.layers.Dense(2)(h))
+
+norm = keras.layers.Normalization()
+norm.adapt(rng.normal(50.0, [3.0, 30.0, 300.0], size=(64, 3)))
+normed = keras.Sequential([keras.Input((3,)), norm, keras.layers.Dense(2)])
+normed.save_weights("k2/normalized")
+emit("normalized_answers", normed(np.array([[50.0, 80.0, -250.0]])))
+
+pair = keras.Sequential([keras.Input((4,)), keras.layers.Dense(4, name="first"), keras.layers.Dense(4, name="second")])
+pair.save_weights("k2/pair.h5")
 
 dense_net().save_weights("k2/dense_net")
 token_net().save_weights("k2/token_net")
@@ -391,3 +404,179 @@ def test_convert_legacy_h5_bad_input(k2, tmp_path):
     assert not (tmp_path / "b.weights.h5").exists()
     with h5py.File(folder / "k2" / "model.h5") as file:  # the source is only read
         assert "model_weights" in file
+
+
+# --------------------------------------------------------------------------- real Keras 2.15 files (tests/data/tf215)
+
+
+def answers_like_keras2(model, name):
+    np.testing.assert_allclose(np.asarray(model(model_input("tf215", name))), expected_output("tf215", name),
+                               atol=1e-5)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("name", ["recurrent", "attention", "depthwise", "nested_functional", "nested_sequential"])
+def test_convert_rebuilds_keras2_configs_keras3_refuses(tmp_path, name):
+    # time_major on LSTM/GRU, MultiHeadAttention's build shapes and keyword input, groups=1 on
+    # DepthwiseConv2D, a nested model (Keras 2 numbers its calls from 1): Keras 3 alone refuses each.
+    out = convert_legacy_h5(copy_real("tf215", name, tmp_path), tmp_path / "out.keras")
+    answers_like_keras2(keras.models.load_model(out), name)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_legacy_custom_objects_work_with_load_model(tmp_path):
+    path = copy_real("tf215", "recurrent", tmp_path)
+    with pytest.raises(ValueError, match="time_major"):
+        keras.models.load_model(path, compile=False)
+    model = keras.models.load_model(path, custom_objects=legacy_custom_objects(), compile=False)
+    answers_like_keras2(model, "recurrent")
+    assert type(model.layers[1]) is keras.layers.LSTM  # plain Keras 3 layers: saved files need nothing of ours
+    assert {"LSTM", "GRU", "DepthwiseConv2D", "MultiHeadAttention"} <= set(legacy_custom_objects())
+
+
+def _edit_config(path, edit):
+    with h5py.File(path, "r+") as file:
+        config = json.loads(file.attrs["model_config"])
+        edit(config)
+        file.attrs["model_config"] = json.dumps(config)
+
+
+@pytest.mark.parametrize("name, class_name, argument, value", [
+    ("recurrent", "LSTM", "time_major", True), ("depthwise", "DepthwiseConv2D", "groups", 2)])
+def test_arguments_that_change_the_computation_are_refused_with_the_route(tmp_path, name, class_name, argument,
+                                                                         value):
+    path = copy_real("tf215", name, tmp_path)
+    _edit_config(path, lambda config: [layer["config"].update({argument: value})
+                                       for layer in config["config"]["layers"] if layer["class_name"] == class_name])
+    with pytest.raises(LegacyModelError, match=f"{argument}={value}") as caught:
+        convert_legacy_h5(path, tmp_path / "out.keras")
+    assert f"({class_name})" in str(caught.value) and "model=twin" in caught.value.route
+    assert not (tmp_path / "out.keras").exists()
+    with pytest.raises(Exception, match=f"{argument}={value}"):
+        keras.models.load_model(path, custom_objects=legacy_custom_objects(), compile=False)
+
+
+def test_unknown_classes_and_cudnn_layers_are_named(tmp_path):
+    with pytest.raises(LegacyModelError, match=r"'scaled' \(course_fixtures>ScaledDense\)") as caught:
+        convert_legacy_h5(copy_real("tf215", "custom_layer", tmp_path), tmp_path / "a.keras")
+    assert "custom_objects" in caught.value.route
+    path = copy_real("tf215", "recurrent", tmp_path)
+    _edit_config(path, lambda config: config["config"]["layers"][1].update(class_name="CuDNNLSTM"))
+    with pytest.raises(LegacyModelError, match="CuDNN layout"):
+        convert_legacy_h5(path, tmp_path / "b.keras")
+
+
+@pytest.mark.filterwarnings("ignore:The structure of `inputs`")
+def test_safe_mode_refuses_a_lambda_unless_told(tmp_path):
+    path = copy_real("tf215", "lambda", tmp_path)
+    with pytest.raises(LegacyModelError, match="safe_mode=False"):
+        convert_legacy_h5(path, tmp_path / "a.keras")
+    out = convert_legacy_h5(path, tmp_path / "b.keras", safe_mode=False)
+    answers_like_keras2(keras.models.load_model(out, safe_mode=False), "lambda")
+
+
+def base_twin(kind: str) -> keras.Model:
+    """The nested_* twin in Keras 3, with the file's names but base_dense1 NOT frozen."""
+    layers = [keras.layers.Dense(8, name="base_dense1"), keras.layers.BatchNormalization(momentum=0.5, name="base_bn"),
+              keras.layers.Dense(8, activation="relu", name="base_dense2")]
+    if kind == "sequential":
+        base = keras.Sequential([keras.Input((6,)), *layers], name="base")
+    else:
+        x = b_in = keras.Input((6,))
+        for layer in layers:
+            x = layer(x)
+        base = keras.Model(b_in, x, name="base")
+    inputs = keras.Input((6,))
+    x = keras.layers.Dropout(0.2, name="drop")(base(inputs))
+    return keras.Model(inputs, keras.layers.Dense(3, name="head")(x))
+
+
+@pytest.mark.parametrize("kind", ["functional", "sequential"])
+def test_a_twin_with_a_base_model_inside_converts_by_name(tmp_path, kind):
+    # Keras 2 stored base's weights trainable first, then non-trainable (the frozen Dense, the
+    # moving statistics); pairing by position refused this twin.
+    name = f"nested_{kind}_weights"
+    model = base_twin(kind)
+    convert_legacy_h5(copy_real("tf215", name, tmp_path), tmp_path / "m.weights.h5", model)
+    answers_like_keras2(model, name)
+
+
+def test_swapped_layers_of_equal_shapes_are_refused_and_nothing_changes(k2, tmp_path):
+    folder, _ = k2
+    swapped = keras.Sequential([keras.Input((4,)), keras.layers.Dense(4, name="second"),
+                                keras.layers.Dense(4, name="first")])
+    before = values(swapped)
+    with pytest.raises(Keras2MismatchError, match="another order"):
+        convert_legacy_h5(folder / "k2" / "pair.h5", tmp_path / "m.weights.h5", swapped)
+    assert all(np.array_equal(a, b) for a, b in zip(before, values(swapped)))
+    assert not (tmp_path / "m.weights.h5").exists()
+
+
+def test_a_failure_leaves_the_twin_unchanged(tmp_path):
+    # sequential_weights: Dense(8) -> Dropout -> Dense(3); a twin whose last layer is wider.
+    model = keras.Sequential([keras.Input((model_input("tf215", "sequential_weights").shape[-1],)),
+                              keras.layers.Dense(8, activation="relu"), keras.layers.Dropout(0.25),
+                              keras.layers.Dense(4)])
+    before = values(model)
+    with pytest.raises(Keras2MismatchError, match="wrong shape"):
+        convert_legacy_h5(copy_real("tf215", "sequential_weights", tmp_path), tmp_path / "m.weights.h5", model)
+    assert all(np.array_equal(a, b) for a, b in zip(before, values(model)))
+
+
+def test_cudnn_layout_is_refused_with_its_reason(tmp_path):
+    model = keras.Sequential([keras.Input((4, 2)), keras.layers.LSTM(3, name="cudnn_lstm"),
+                              keras.layers.Dense(1, name="out")])
+    with pytest.raises(Keras2MismatchError, match="CuDNN layout"):
+        convert_legacy_h5(copy_real("tf215", "cudnn_lstm_weights", tmp_path), tmp_path / "m.weights.h5", model)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_adapted_normalization_converts_with_its_statistics(tmp_path):
+    out = convert_legacy_h5(copy_real("tf215", "normalization", tmp_path), tmp_path / "m.keras")
+    answers_like_keras2(keras.models.load_model(out), "normalization")
+
+
+def test_restore_refreshes_an_adapted_normalization(k2):
+    folder, outputs = k2
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Normalization(), keras.layers.Dense(2)])
+    model.layers[0].adapt(np.zeros((4, 3), np.float32))  # adapted to other data: a stale cache
+    restore_keras2_checkpoint(folder / "k2" / "normalized", model)
+    np.testing.assert_allclose(model(np.array([[50.0, 80.0, -250.0]])), outputs["normalized_answers"], rtol=1e-5)
+
+
+def test_restore_keras2_optimizer_from_tf215(tmp_path):
+    path = copy_real("tf215", "tfckpt_opt", tmp_path)
+    inputs = keras.Input((5,))
+    x = keras.layers.Activation("relu")(keras.layers.BatchNormalization()(keras.layers.Dense(6)(inputs)))
+    model = keras.Model(inputs, keras.layers.Dense(2)(x))
+    optimizer = keras.optimizers.Adam()
+    report = restore_keras2_checkpoint(path, model, optimizer=optimizer)
+    assert report.complete and int(optimizer.iterations.numpy()) > 0
+    answers_like_keras2(model, "tfckpt_opt")
+
+
+def test_optimizer_slots_that_do_not_pair_are_not_restored_even_when_lax(k2):
+    folder, _ = k2
+    model, optimizer = tokens_net(), keras.optimizers.Adam(amsgrad=True)  # one slot more per variable
+    optimizer.build(model.trainable_variables)
+    before = [v.numpy().copy() for v in optimizer.variables]
+    report = restore_keras2_checkpoint(folder / "k2" / "train", model, strict=False, optimizer=optimizer)
+    assert [v.numpy() for v in optimizer.variables][0] == before[0]  # not even the step
+    assert all(np.array_equal(a, v.numpy()) for a, v in zip(before, optimizer.variables))
+    assert not report.complete and len(report.restored) == 9  # the model itself is restored
+
+
+@pytest.mark.parametrize("what, reason", [
+    ("keras215", "build the model in Keras 3 code and read the weights with twin.load_weights"),
+    ("truncated", "damaged HDF5 file"),
+])
+def test_hints_name_the_route_that_works(tmp_path, what, reason):
+    if what == "keras215":
+        path = copy_real("tf215", "functional_bn_keras", tmp_path)
+    else:
+        source = copy_real("tf215", "functional_bn", tmp_path)
+        path = tmp_path / "cut.h5"
+        path.write_bytes(source.read_bytes()[: source.stat().st_size // 3])
+    with pytest.raises(NotACheckpointError, match=reason) as caught:
+        describe_legacy_h5(path)
+    assert "load it with keras.models.load_model" not in str(caught.value)  # the old hint, which fails
