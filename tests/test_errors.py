@@ -49,7 +49,7 @@ def test_no_topic_module_defines_an_exception_of_its_own(module):
 def test_the_errors_about_bad_input_are_value_errors():
     classes = [value for value in vars(errors).values()
                if inspect.isclass(value) and issubclass(value, Exception) and value.__module__ == "helpers.errors"]
-    assert len(classes) == 16  # 4 shared ones and 12 of one topic each
+    assert len(classes) == 17  # 4 shared ones and 13 of one topic each
     assert [c.__name__ for c in classes if not issubclass(c, ValueError)] == ["Keras2RunError"]
 
 
@@ -61,3 +61,16 @@ def test_moved_errors_keep_their_messages():
                                           missing=["dense/kernel/.ATTRIBUTES/VARIABLE_VALUE"])
     assert "'dense/kernel'" in str(mismatch) and mismatch.missing == ["dense/kernel/.ATTRIBUTES/VARIABLE_VALUE"]
     assert str(mismatch).endswith("hint: drop it")
+
+
+def test_a_partial_model_error_lists_the_unfilled_variables_and_the_route():
+    error = errors.PartialModelError("tf1/m", "Dense 'dense'", hint="fix the map", missing=["dense/bias"],
+                                     shape_mismatches=[("dense/kernel", (3, 2), (4, 2))])
+    assert isinstance(error, errors.CheckpointMismatchError) and error.problems == 2
+    assert str(error).splitlines() == [
+        "checkpoint 'tf1/m' does not fill every variable of Dense 'dense':",
+        "  missing from the checkpoint: 'dense/bias'",
+        "  wrong shape: 'dense/kernel' is (3, 2) in the checkpoint, (4, 2) in the target",
+        "  hint: fix the map",
+    ]
+    assert error.hint == "fix the map" and error.missing == ["dense/bias"]
