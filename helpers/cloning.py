@@ -47,6 +47,7 @@ _V1 = tf.compat.v1
 _GLOBAL = _V1.GraphKeys.GLOBAL_VARIABLES
 _LOCAL = _V1.GraphKeys.LOCAL_VARIABLES
 _TRAINABLE = _V1.GraphKeys.TRAINABLE_VARIABLES
+_FLAG = "PlaceholderWithDefault"  # tf.compat.v1.placeholder_with_default: is_training, keep_prob
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,6 +62,9 @@ class ClonedSubgraph:
         source_variables: the original variables, in the same order as ``variables``.
         initializer: one op that initializes every variable of the copy.
         scope: the name scope the copy lives under (the ``scope`` given).
+        shared: the original's ``placeholder_with_default`` flags (``is_training``,
+            ``keep_prob``) the copy reads as they are, not copied: feeding one
+            switches the original and the copy alike. Empty when there are none.
     """
 
     outputs: list[tf.Tensor]
@@ -69,6 +73,7 @@ class ClonedSubgraph:
     source_variables: list[tf.Variable]
     initializer: tf.Operation
     scope: str
+    shared: list[tf.Tensor] = dataclasses.field(default_factory=list)
 
 
 def give_own_shared_names(graph_def: tf.compat.v1.GraphDef, scope: str) -> tf.compat.v1.GraphDef:
@@ -166,6 +171,16 @@ def clone_subgraph(
     original would (random initializers keep their seeds); run
     ``result.initializer``, or ``global_variables_initializer()``, before use.
 
+    Flags made with ``tf.compat.v1.placeholder_with_default`` (``is_training``,
+    ``keep_prob``: they switch dropout or batch-norm branches) are never
+    silently duplicated. One the outputs read but that is not among
+    ``inputs`` is SHARED: the copy reads the original's flag, so feeding it
+    switches both networks (``result.shared`` lists such flags). To switch
+    the copy on its own, list the flag among ``inputs``: with a replacement
+    (``tf.constant(False)``, a placeholder of yours) the copy reads that; with
+    ``None`` it gets a ``placeholder_with_default`` of its own, with the same
+    default, in ``result.inputs``.
+
     ``scope`` must be free: when the graph already uses it (or a name
     differing only in case, or a ``name_scope`` is open), TensorFlow would put
     the copy in ``scope_1``; that is refused rather than done silently.
@@ -192,6 +207,16 @@ def clone_subgraph(
         ...         original, cloned = sess.run([y, copy.outputs[0]], {x: [[1, 1]], copy.inputs[0]: [[1, 1]]})
         >>> [v.name for v in copy.variables], original.tolist(), cloned.tolist()
         (['copy/w:0'], [[10.0]], [[2.0]])
+
+    A flag is shared unless it is among the inputs:
+
+        >>> with g.as_default():
+        ...     train = tf.compat.v1.placeholder_with_default(False, [], name="is_training")
+        ...     z = tf.where(train, 0.5 * y, y, name="dropout_like")
+        ...     both = clone_subgraph(z, x, None, scope="both")
+        ...     own = clone_subgraph(z, [x, train], None, scope="own")
+        >>> [t.name for t in both.shared], [t.name for t in own.inputs], own.shared
+        (['is_training:0'], ['own/x_input:0', 'own/is_training_input:0'], [])
     """
     outputs = _tensor_list(outputs, "outputs")
     inputs = _tensor_list(inputs, "inputs")
@@ -209,8 +234,13 @@ def clone_subgraph(
             "case) is taken in this graph, or a name_scope is open. Pick a new scope."
         )
 
-    graph_def, stand_ins = _cut_at_inputs(graph.as_graph_def(), inputs)
+    own_flags = {t.name for t, r in zip(inputs, replacements) if r is None and t.op.type == _FLAG}
+    graph_def, stand_ins = _cut_at_inputs(graph.as_graph_def(), inputs, own_flags)
     input_names = [t.name for t in inputs]
+    # Flags (placeholder_with_default) the outputs read, not among the inputs: shared, never copied.
+    shared = _flags_read(graph, graph_def, outputs, input_names, stand_ins)
+    if shared:
+        graph_def, stand_ins = _cut_at_inputs(graph.as_graph_def(), inputs + shared, own_flags)
     for output in outputs:
         if output.name in input_names:
             continue
@@ -245,7 +275,8 @@ def clone_subgraph(
     with graph.as_default(), graph.name_scope(None):
         unique_scope = scope
         input_map = {
-            stand_ins[t.name] + ":0": r for t, r in zip(inputs, replacements) if r is not None
+            stand_ins[t.name] + ":0": r
+            for t, r in zip(inputs + shared, replacements + shared) if r is not None
         }
         wanted = [o.op.name for o in outputs if o.name not in input_names]
         imported = tf.compat.v1.import_graph_def(
@@ -263,7 +294,7 @@ def clone_subgraph(
         variables = rebuild_variables(originals, unique_scope, graph)
         with graph.name_scope(unique_scope + "/"):
             initializer = tf.group(*[v.initializer for v in variables], name="initializer")
-    return ClonedSubgraph(new_outputs, new_inputs, variables, originals, initializer, unique_scope)
+    return ClonedSubgraph(new_outputs, new_inputs, variables, originals, initializer, unique_scope, shared)
 
 
 def _tensor_list(value, what: str) -> list[tf.Tensor]:
@@ -328,15 +359,32 @@ def _require_fits(original: tf.Tensor, replacement: tf.Tensor) -> None:
         )
 
 
-def _cut_at_inputs(graph_def, inputs: list[tf.Tensor]) -> tuple[tf.compat.v1.GraphDef, dict[str, str]]:
+def _flags_read(graph: tf.Graph, graph_def, outputs, input_names, stand_ins) -> list[tf.Tensor]:
+    """The ``placeholder_with_default`` tensors the outputs read that are not among the inputs."""
+    wanted = [o.op.name for o in outputs if o.name not in input_names]
+    if not wanted:
+        return []
+    forward = tf.compat.v1.graph_util.extract_sub_graph(graph_def, wanted)
+    own = set(stand_ins.values())
+    return [graph.get_tensor_by_name(node.name + ":0")
+            for node in forward.node if node.op == _FLAG and node.name not in own]
+
+
+def _cut_at_inputs(
+    graph_def, inputs: list[tf.Tensor], own_flags: set[str] = frozenset()
+) -> tuple[tf.compat.v1.GraphDef, dict[str, str]]:
     """Rewire every consumer of an input to a stand-in placeholder.
 
     Afterwards ``extract_sub_graph`` stops at the inputs: nothing upstream of
-    them is copied. Returns the new GraphDef and ``{input name: stand-in op name}``.
+    them is copied. The stand-in of an input named in ``own_flags`` (a
+    ``placeholder_with_default`` the copy gets its own of) is a
+    ``PlaceholderWithDefault`` reading the same default. Returns the new
+    GraphDef and ``{input name: stand-in op name}``.
     """
     cut = tf.compat.v1.GraphDef()
     cut.CopyFrom(graph_def)
     taken = _node_names(cut)
+    by_name = {node.name: node for node in graph_def.node}
     stand_ins: dict[str, str] = {}
     input_ops = {t.op.name for t in inputs}
     for tensor in inputs:
@@ -346,7 +394,10 @@ def _cut_at_inputs(graph_def, inputs: list[tf.Tensor]) -> tuple[tf.compat.v1.Gra
             name += "_"
         taken.add(name)
         stand_ins[tensor.name] = name
-        node = cut.node.add(name=name, op="Placeholder")
+        if tensor.name in own_flags:
+            node = cut.node.add(name=name, op=_FLAG, input=by_name[tensor.op.name].input[:1])
+        else:
+            node = cut.node.add(name=name, op="Placeholder")
         node.attr["dtype"].type = tensor.dtype.as_datatype_enum
         node.attr["shape"].shape.CopyFrom(tensor.shape.as_proto())
     for node in cut.node:

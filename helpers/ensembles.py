@@ -196,8 +196,13 @@ class VectorizedEnsemble(tf.Module):
     a second; pass ``jit_compile=False`` if every call brings a new size.
 
     Members must be Keras models made only of ``Dense`` layers with biases,
-    with equal shapes and activations; otherwise ``StructureMismatchError``
-    says where they differ. A batch of any float dtype (NumPy's default
+    with equal shapes and activations, applied one after the other: a
+    ``Sequential``, or a functional model that is one chain from its input to
+    its output. What cannot be stacked is refused with
+    ``StructureMismatchError`` saying where and what works instead: members
+    that differ, other layers, a functional model with two heads (stack one
+    model per head: ``keras.Model(m.inputs, m.outputs[k])``) or a layer
+    applied twice, and a subclassed model (its ``call()`` cannot be read). A batch of any float dtype (NumPy's default
     float64 too) is cast to the members' dtype.
 
     Example:
@@ -205,6 +210,16 @@ class VectorizedEnsemble(tf.Module):
         >>> ensemble = VectorizedEnsemble(members)
         >>> ensemble(np.zeros((2, 4))).shape       # [members, batch, outputs]
         TensorShape([5, 2, 3])
+        >>> x = keras.Input((4,))
+        >>> hidden = keras.layers.Dense(8)(x)
+        >>> heads = [keras.layers.Dense(1)(hidden), keras.layers.Dense(2)(hidden)]
+        >>> two_heads = keras.Model(x, heads, name="two_heads")
+        >>> VectorizedEnsemble([two_heads])
+        Traceback (most recent call last):
+        ...
+        helpers.errors.StructureMismatchError: model 0 ('two_heads') has 1 input(s) and 2 output(s); ...
+        >>> VectorizedEnsemble([keras.Model(two_heads.inputs, two_heads.outputs[1])]).size
+        1
     """
 
     def __init__(
@@ -433,7 +448,18 @@ def _checkpoint_layout(reader, prefix: str, root: str) -> Layout:
     return layout
 
 
+_ONE_BY_ONE = "or run the members one by one (np.stack([m(x) for m in members]))"
+
+
 def _dense_layers(model: keras.Model, number: int) -> list[keras.layers.Dense]:
+    """The Dense layers of ``model`` in the order it applies them: one chain, input to output.
+
+    Refuses what stacking would compute wrong: a model whose call() cannot be
+    read (subclassed), several inputs or outputs (two heads), other layers,
+    and a layer applied more than once.
+    """
+    if not isinstance(model, keras.Model):
+        raise StructureMismatchError(f"model {number} is a {type(model).__name__}, not a Keras model")
     layers = [layer for layer in model.layers if not isinstance(layer, keras.layers.InputLayer)]
     for layer in layers:
         if not isinstance(layer, keras.layers.Dense) or not layer.use_bias:
@@ -443,4 +469,53 @@ def _dense_layers(model: keras.Model, number: int) -> list[keras.layers.Dense]:
             )
     if not layers:
         raise StructureMismatchError(f"model {number} has no Dense layers")
+    try:
+        inputs, outputs = list(model.inputs), list(model.outputs)
+    except (AttributeError, TypeError, ValueError):
+        inputs = outputs = []
+    if not inputs or not outputs:
+        raise StructureMismatchError(
+            f"model {number} ({type(model).__name__} {model.name!r}) has no inputs and outputs to follow "
+            "(a subclassed model, or one built without keras.Input): nothing shows in which order its "
+            "call() applies its layers, so they cannot be stacked; build each member as "
+            "keras.Sequential([keras.Input(...), Dense, ...]) with the same weights, " + _ONE_BY_ONE
+        )
+    if len(inputs) != 1 or len(outputs) != 1:
+        raise StructureMismatchError(
+            f"model {number} ({model.name!r}) has {len(inputs)} input(s) and {len(outputs)} output(s); "
+            "VectorizedEnsemble stacks one chain of Dense layers, one input to one output. For several "
+            "heads, make one model per head, keras.Model(member.inputs, member.outputs[k]), and stack "
+            "those, " + _ONE_BY_ONE
+        )
+    chain = _chain_to(outputs[0], inputs[0], model, number)
+    if [id(layer) for layer in chain] != [id(layer) for layer in layers]:
+        counts = collections.Counter(layer.name for layer in chain)
+        twice = sorted(name for name, count in counts.items() if count > 1)
+        problem = (f"applies the layer(s) {twice} more than once" if twice
+                   else "does not apply its Dense layers one after the other")
+        raise StructureMismatchError(
+            f"model {number} ({model.name!r}) {problem}: VectorizedEnsemble stacks a chain in which "
+            "each layer is applied once; give each application a layer of its own, " + _ONE_BY_ONE
+        )
     return layers
+
+
+def _chain_to(output, model_input, model: keras.Model, number: int) -> list:
+    """The layers met walking back from ``output`` to ``model_input``, in the order they are applied."""
+    chain, tensor = [], output
+    for _ in range(10_000):
+        if tensor is model_input:
+            return chain[::-1]
+        history = getattr(tensor, "_keras_history", None)
+        nodes = getattr(getattr(history, "operation", None), "_inbound_nodes", None)
+        if history is None or nodes is None or isinstance(history.operation, keras.layers.InputLayer):
+            break
+        node = nodes[history.node_index]
+        if len(node.input_tensors) != 1:
+            break
+        chain.append(history.operation)
+        tensor = node.input_tensors[0]
+    raise StructureMismatchError(
+        f"model {number} ({model.name!r}): its output is not a chain of Dense layers from its input; "
+        "build each member as keras.Sequential([keras.Input(...), Dense, ...]), " + _ONE_BY_ONE
+    )

@@ -10,8 +10,8 @@ NotAKerasFileError`` works as well).
 * ``NotACheckpointError``: a path that is not a readable checkpoint, and its
   subclasses ``NameBasedCheckpointError``, ``NotAKerasFileError``,
   ``NotASavedModelError``, ``NotAKeras2CheckpointError``;
-* ``CheckpointMismatchError`` (and ``Keras2MismatchError``): variables that do
-  not match the ones they should fill;
+* ``CheckpointMismatchError`` (and ``Keras2MismatchError``, ``PartialModelError``):
+  variables that do not match the ones they should fill;
 * ``StructureMismatchError`` (and ``ScopeError``, ``InvalidLabelsError``,
   ``UnwritableValueError``, ``TrainingStateError``): arguments that do not
   line up with what a recipe needs;
@@ -313,6 +313,31 @@ class Keras2MismatchError(CheckpointMismatchError):
         super().__init__(ckpt_path, target, **problems)
         self.hint = hint
         self.args = (message + (f"\n  hint: {hint}" if hint else ""),)
+
+
+class PartialModelError(CheckpointMismatchError):
+    """A conversion would write a model some of whose variables the checkpoint does not fill.
+
+    Written anyway, those variables would hold their current (initial)
+    values in a file that loads like a complete conversion. The message lists
+    them and ends with what to do about it.
+
+    Example:
+        >>> raise PartialModelError("tf1/m", "Dense 'dense'", missing=["dense/bias"],
+        ...                         hint="fix the name map")
+        Traceback (most recent call last):
+        ...
+        helpers.errors.PartialModelError: checkpoint 'tf1/m' does not fill every variable of Dense 'dense':
+          missing from the checkpoint: 'dense/bias'
+          hint: fix the name map
+    """
+
+    def __init__(self, ckpt_path: str, target: str, *, hint: str = "", **problems: Any) -> None:
+        super().__init__(ckpt_path, target, **problems)
+        self.hint = hint
+        first, *rest = self.args[0].split("\n")
+        first = f"checkpoint {self.ckpt_path!r} does not fill every variable of {target}:"
+        self.args = ("\n".join([first, *rest] + ([f"  hint: {hint}"] if hint else [])),)
 
 
 def _short_problem(item: Any) -> Any:

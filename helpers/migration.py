@@ -14,7 +14,9 @@ an explicit ``{checkpoint_key: variable}`` map and say what did not match::
 Paths are ``str`` or ``os.PathLike``. None of the recipes overwrites an
 existing checkpoint (checked name by name, so ``[``, ``*`` and ``?`` in a path
 are plain characters), and a partial restore (``strict=False``) always hands
-back a report that lists what was skipped.
+back a report that lists what was skipped. A conversion never writes a model
+the checkpoint did not fill entirely unless asked to (``allow_unfilled=True``),
+and then its result says PARTIAL MODEL and lists the variables.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import tensorflow as tf
 from helpers.errors import (
     CheckpointMismatchError,
     NotACheckpointError,
+    PartialModelError,
     StructureMismatchError,
     UnwritableValueError,
     WouldOverwriteError,
@@ -41,6 +44,7 @@ from helpers.object_graph import reading
 
 __all__ = [
     "ConvertedCheckpoint",
+    "PartialModelError",
     "RestoreReport",
     "UnwritableValueError",
     "checkpoint_format",
@@ -86,6 +90,13 @@ class RestoreReport:
         return not self.skipped
 
     @property
+    def unfilled(self) -> list[str]:
+        """The target's variables that got no value: missing from the checkpoint, or wrong shape or dtype."""
+        keys = set(self.missing)
+        keys |= {key for key, *_ in self.shape_mismatches} | {key for key, *_ in self.dtype_mismatches}
+        return sorted(keys)
+
+    @property
     def skipped(self) -> list[str]:
         """Every key that was not restored, whatever the reason (sorted, each once)."""
         keys = set(self.missing) | set(self.unexpected)
@@ -112,11 +123,18 @@ class RestoreReport:
 class ConvertedCheckpoint(str):
     """The prefix a conversion wrote (a ``str``), with the ``report`` of the restore behind it.
 
-    Its repr says when the conversion was partial (``strict=False``) and what was skipped.
+    Its repr lists what was skipped: checkpoint keys the model does not use
+    (``strict=False``), and, first and loudly, the model's variables written
+    with their current values because the checkpoint did not fill them
+    (``allow_unfilled=True``; also in ``.report.unfilled``).
 
     Example:
-        >>> ConvertedCheckpoint("tf2/model", RestoreReport(restored=["w"], missing=["b"]))
+        >>> ConvertedCheckpoint("tf2/model", RestoreReport(restored=["w"], unexpected=["step"]))
         'tf2/model', converted with restored 1 variable(s); PARTIAL, 1 item(s) skipped:
+          in the checkpoint but unused (1): step
+        >>> ConvertedCheckpoint("tf2/model", RestoreReport(restored=["w"], missing=["b"]))
+        'tf2/model' holds a PARTIAL MODEL: 1 variable(s) written with their current values, not from
+        the checkpoint: b; converted with restored 1 variable(s); PARTIAL, 1 item(s) skipped:
           not in the checkpoint, left as they were (1): b
     """
 
@@ -128,7 +146,15 @@ class ConvertedCheckpoint(str):
         return converted
 
     def __repr__(self) -> str:
-        return f"{str(self)!r}, converted with {self.report}"
+        unfilled = self.report.unfilled
+        if not unfilled:
+            return f"{str(self)!r}, converted with {self.report}"
+        warning = textwrap.fill(
+            f"{str(self)!r} holds a PARTIAL MODEL: {len(unfilled)} variable(s) written with their "
+            f"current values, not from the checkpoint: {', '.join(unfilled)}; converted with",
+            _WIDTH, break_long_words=False, break_on_hyphens=False,
+        )
+        return f"{warning} {self.report}"
 
 
 # --------------------------------------------------------------------------- paths
@@ -263,22 +289,7 @@ def restore_name_based(ckpt_path: str | os.PathLike, target: Any, strict: bool =
         )
     name_map = variables_by_key(target)
     with reading(ckpt_path) as (shown, reader):
-        shapes = {k: tuple(v) for k, v in reader.get_variable_to_shape_map().items() if k != OBJECT_GRAPH_KEY}
-        dtypes = {k: v.name for k, v in reader.get_variable_to_dtype_map().items()}
-
-        report = RestoreReport(
-            missing=sorted(set(name_map) - set(shapes)),
-            unexpected=sorted(set(shapes) - set(name_map)),
-        )
-        matching = []
-        for key in sorted(set(name_map) & set(shapes)):
-            variable = name_map[key]
-            if shapes[key] != tuple(variable.shape):
-                report.shape_mismatches.append((key, shapes[key], tuple(variable.shape)))
-            elif dtypes[key] != _dtype_name(variable.dtype):
-                report.dtype_mismatches.append((key, dtypes[key], _dtype_name(variable.dtype)))
-            else:
-                matching.append(key)
+        report, matching = _compare(reader, name_map)
         if strict and not report.complete:
             raise CheckpointMismatchError(
                 shown,
@@ -293,6 +304,26 @@ def restore_name_based(ckpt_path: str | os.PathLike, target: Any, strict: bool =
         name_map[key].assign(values[key])
         report.restored.append(key)
     return report
+
+
+def _compare(reader, name_map: Mapping[str, Any]) -> tuple[RestoreReport, list[str]]:
+    """The report of restoring ``name_map`` from ``reader`` (nothing restored yet), and the keys that match."""
+    shapes = {k: tuple(v) for k, v in reader.get_variable_to_shape_map().items() if k != OBJECT_GRAPH_KEY}
+    dtypes = {k: v.name for k, v in reader.get_variable_to_dtype_map().items()}
+    report = RestoreReport(
+        missing=sorted(set(name_map) - set(shapes)),
+        unexpected=sorted(set(shapes) - set(name_map)),
+    )
+    matching = []
+    for key in sorted(set(name_map) & set(shapes)):
+        variable = name_map[key]
+        if shapes[key] != tuple(variable.shape):
+            report.shape_mismatches.append((key, shapes[key], tuple(variable.shape)))
+        elif dtypes[key] != _dtype_name(variable.dtype):
+            report.dtype_mismatches.append((key, dtypes[key], _dtype_name(variable.dtype)))
+        else:
+            matching.append(key)
+    return report, matching
 
 
 # --------------------------------------------------------------------------- writing
@@ -352,6 +383,7 @@ def name_based_to_object_based(
     *,
     edge: str = "model",
     strict: bool = True,
+    allow_unfilled: bool = False,
 ) -> ConvertedCheckpoint:
     """Convert a TF1 name-based checkpoint into an object-based one, once.
 
@@ -361,12 +393,31 @@ def name_based_to_object_based(
     TF2 code loads them with ``tf.train.Checkpoint(model=...).restore(path)``
     (``assert_consumed()`` passes on a fresh object of the same structure).
     Returns the prefix written, a ``str`` whose ``.report`` is the restore's
-    report; with ``strict=False`` its repr lists what was skipped. Refuses to
-    overwrite an existing checkpoint at ``out_prefix`` (``WouldOverwriteError``).
+    report; its repr lists what was skipped. Refuses to overwrite an existing
+    checkpoint at ``out_prefix`` (``WouldOverwriteError``).
+
+    Two kinds of mismatch, two switches; each check runs before anything is
+    restored or written:
+
+    * ``strict``: checkpoint keys the model does not use (an optimizer's
+      slots, ``global_step``). ``True`` refuses them
+      (``CheckpointMismatchError``); ``False`` leaves them out of the new file
+      and lists them in the report.
+    * ``allow_unfilled``: variables of the model the checkpoint does not fill
+      (missing from it, or of another shape or dtype). Written anyway, they
+      would hold their current (initial) values in a file that loads like a
+      complete conversion, so by default they are refused
+      (``PartialModelError``, whatever ``strict`` says). ``True`` writes them
+      as they are; the result then says PARTIAL MODEL and lists them
+      (``result.report.unfilled``).
 
     Example:
         >>> name_based_to_object_based("tf1/model", "tf2/model", model, name_map)  # doctest: +SKIP
         'tf2/model', converted with restored 4 variable(s); nothing skipped
+        >>> name_based_to_object_based("tf1/model", "tf2/m", model, {"layer1/weights": ...},
+        ...                            strict=False)                              # doctest: +SKIP
+        Traceback (most recent call last):
+        PartialModelError: checkpoint 'tf1/model' does not fill every variable of ...
     """
     out = _refuse_to_write(out_prefix, ckpt_path)
     if not isinstance(edge, str) or not edge:
@@ -377,10 +428,31 @@ def name_based_to_object_based(
         )
     if name_map is not None:
         _refuse_foreign(variables_by_key(name_map), root)
-    report = restore_name_based(ckpt_path, name_map if name_map is not None else root, strict=strict)
+    target = name_map if name_map is not None else root
+    with reading(ckpt_path) as (shown, reader):
+        planned, _ = _compare(reader, variables_by_key(target))
+    refused = {} if allow_unfilled else {
+        "missing": planned.missing,
+        "shape_mismatches": planned.shape_mismatches,
+        "dtype_mismatches": planned.dtype_mismatches,
+    }
+    if strict:
+        refused["unexpected"] = planned.unexpected
+    if any(refused.values()):
+        if allow_unfilled or not planned.unfilled:
+            raise CheckpointMismatchError(shown, _describe(target), **refused)
+        raise PartialModelError(shown, _describe(target), hint=_UNFILLED_HINT, **refused)
+    report = restore_name_based(ckpt_path, target, strict=False)
     checkpoint = tf.train.Checkpoint(**{edge: root})
     checkpoint.save_counter  # created now, so that restore(...).assert_consumed() finds it
     return ConvertedCheckpoint(checkpoint.write(out), report)
+
+
+_UNFILLED_HINT = (
+    "written, they would keep their current values in a file that loads like a complete model; "
+    "fix the name map (tf.train.list_variables lists the checkpoint's keys), or pass "
+    "allow_unfilled=True to write them as they are (the result lists them)"
+)
 
 
 def _refuse_foreign(name_map: Mapping[str, Any], root: Any) -> None:

@@ -31,7 +31,7 @@ import tensorflow as tf
 from helpers.errors import StructureMismatchError
 from helpers.scopes import scope_name
 
-__all__ = ["buffer_address", "copy_weights", "make_sync_op", "paired_variables"]
+__all__ = ["buffer_address", "copy_weights", "make_sync_op", "network_variables", "paired_variables"]
 
 _V1 = tf.compat.v1
 
@@ -47,16 +47,54 @@ def _check_tau(tau: float) -> float:
     return float(tau)
 
 
+def network_variables(graph: tf.Graph | None = None) -> list[tf.Variable]:
+    """The global variables of ``graph`` that make up its networks: optimizer slots left out.
+
+    "A copy of the network" means every variable that decides what it
+    computes, trainable or not (a BatchNorm's moving mean and variance
+    included), and not the state of the optimizer that trains it. A slot
+    (``Adam``'s ``w/Adam`` and ``w/Adam_1``, ``w/Momentum``, an
+    ``ExponentialMovingAverage`` shadow) is named under the variable it
+    belongs to, so a variable named under another variable is left out.
+    Optimizer variables of no variable (``beta1_power``, ``global_step``)
+    are kept: a sync names them if they lie under one scope only.
+
+    Example:
+        >>> with tf.Graph().as_default() as g:
+        ...     with tf.compat.v1.variable_scope("net"):
+        ...         w = tf.compat.v1.get_variable("w", [1], initializer=tf.ones_initializer())
+        ...         mean = tf.compat.v1.get_variable("mean", [1], trainable=False)
+        ...     _ = tf.compat.v1.train.MomentumOptimizer(0.1, 0.9).minimize(tf.reduce_sum(w))
+        >>> [v.op.name for v in g.get_collection("variables")]
+        ['net/w', 'net/mean', 'net/w/Momentum']
+        >>> [v.op.name for v in network_variables(g)]
+        ['net/w', 'net/mean']
+    """
+    graph = graph or _V1.get_default_graph()
+    everything = graph.get_collection(_V1.GraphKeys.GLOBAL_VARIABLES)
+    names = {v.op.name for v in everything}
+
+    def is_slot(name: str) -> bool:
+        parts = name.split("/")
+        return any("/".join(parts[:end]) in names for end in range(1, len(parts)))
+
+    return [v for v in everything if not is_slot(v.op.name)]
+
+
 def paired_variables(
     src_scope: str,
     dst_scope: str,
-    collection: str = _V1.GraphKeys.TRAINABLE_VARIABLES,
+    collection: str | None = None,
     graph: tf.Graph | None = None,
 ) -> list[tuple[tf.Variable, tf.Variable]]:
     """Pair the variables under ``src_scope/`` with those under ``dst_scope/`` by relative name.
 
     ``online/layer1/w`` pairs with ``target/layer1/w``, whatever order the
-    variables were created in. Raises ``StructureMismatchError`` listing every
+    variables were created in. By default the variables are those of the
+    network (``network_variables``: every global variable, trainable or not,
+    optimizer slots left out); ``collection`` names a graph collection to
+    take instead, as it is (``tf.compat.v1.GraphKeys.TRAINABLE_VARIABLES``:
+    trainable ones only). Raises ``StructureMismatchError`` listing every
     name found on one side only, and every pair whose shape or dtype differs.
 
     Example:
@@ -77,11 +115,14 @@ def paired_variables(
         raise StructureMismatchError(
             f"{inner!r} lies inside {outer!r}: the variables of one scope would be synced into themselves"
         )
-    everything = graph.get_collection(collection)
+    if collection is None:
+        everything, taken = network_variables(graph), "network variables (optimizer slots left out)"
+    else:
+        everything, taken = graph.get_collection(collection), f"variables in the {collection!r} collection"
     src = {v.op.name[len(src_prefix):]: v for v in everything if v.op.name.startswith(src_prefix)}
     dst = {v.op.name[len(dst_prefix):]: v for v in everything if v.op.name.startswith(dst_prefix)}
     if not src:
-        raise StructureMismatchError(f"no variables in the {collection!r} collection under {src_prefix!r}")
+        raise StructureMismatchError(f"no {taken} under {src_prefix!r}")
     problems = []
     if set(src) - set(dst):
         problems.append(f"missing under {dst_prefix}: {_names(set(src) - set(dst))}")
@@ -90,6 +131,11 @@ def paired_variables(
     for name in sorted(set(src) & set(dst)):
         problems += _differences(repr(name), src[name], dst[name], src_prefix, dst_prefix)
     if problems:
+        if collection is None:
+            problems.append(
+                "(compared: every global variable, trainable or not, optimizer slots left out; "
+                "collection=tf.compat.v1.GraphKeys.TRAINABLE_VARIABLES compares the trainable ones only)"
+            )
         raise StructureMismatchError(
             f"cannot sync {src_prefix!r} into {dst_prefix!r}:\n  " + "\n  ".join(problems)
         )
@@ -108,17 +154,22 @@ def make_sync_op(
     dst_scope: str,
     tau: float = 1.0,
     *,
-    collection: str = _V1.GraphKeys.TRAINABLE_VARIABLES,
+    collection: str | None = None,
     name: str = "sync",
 ) -> tf.Operation:
     """One graph op that copies (or softly blends) ``src_scope/`` into ``dst_scope/``.
 
     Variables are paired by their name relative to the scope (see
-    ``paired_variables``). By default only trainable variables are synced;
-    pass ``collection=tf.compat.v1.GraphKeys.GLOBAL_VARIABLES`` to include
-    non-trainable state such as moving averages (optimizer slots created
-    under the scope then have to exist on both sides too). Build the op ONCE,
-    outside the training loop, and run it as often as you like.
+    ``paired_variables``). What is synced is a copy of the NETWORK, as
+    ``copy_weights`` copies a Keras model's ``weights``: every global
+    variable under the scope, trainable or not (a BatchNorm's moving mean
+    and variance too, or the copy would normalize with stale statistics),
+    and not the optimizer's slots (``w/Adam``: see ``network_variables``).
+    ``collection`` picks a graph collection instead, taken as it is:
+    ``tf.compat.v1.GraphKeys.TRAINABLE_VARIABLES`` syncs the trainable
+    variables only (what this function did before), ``GLOBAL_VARIABLES``
+    everything, slots included (they then have to exist on both sides).
+    Build the op ONCE, outside the training loop, and run it as often as you like.
 
     Example:
         >>> g = tf.Graph()
@@ -133,6 +184,17 @@ def make_sync_op(
         ...         sess.run(soft)
         ...         print(sess.run(tf.compat.v1.trainable_variables("target/")[0]))
         [0.4375 0.4375]
+
+    Non-trainable variables come along; the optimizer's slots do not:
+
+        >>> with g.as_default():
+        ...     for scope in ("online", "target"):
+        ...         with tf.compat.v1.variable_scope(scope):
+        ...             _ = tf.compat.v1.get_variable("moving_mean", [2], trainable=False)
+        ...     online_w = tf.compat.v1.trainable_variables("online/")[0]
+        ...     _ = tf.compat.v1.train.AdamOptimizer().minimize(tf.reduce_sum(online_w))  # online/w/Adam
+        ...     [(s.op.name, d.op.name) for s, d in paired_variables("online", "target")]
+        [('online/moving_mean', 'target/moving_mean'), ('online/w', 'target/w')]
     """
     tau = _check_tau(tau)
     if tf.executing_eagerly():
@@ -153,6 +215,13 @@ def copy_weights(src, dst, tau: float = 1.0) -> int:
     in order (``model.weights``, ``module.variables``), and each pair must
     have the same short name (``kernel``, ``bias``: the last part of the
     name), shape and dtype. Returns the number of variables written.
+
+    A Keras model's ``weights`` are the network: trainable and non-trainable
+    (a BatchNorm's moving mean and variance are copied too), without the
+    optimizer's variables or a dropout layer's random-generator state. That
+    is what ``make_sync_op`` syncs in a graph by default. To copy the
+    trainable weights only, pass the lists: ``copy_weights(src.trainable_weights,
+    dst.trainable_weights)``.
 
     Call it eagerly, or inside your own ``tf.function``. Eagerly, the
     structure of a pair is checked on its first copy only, and all the

@@ -423,3 +423,75 @@ def test_property_give_own_shared_names_prefixes_or_says_why(scope):
     [node] = [n for n in fixed.node if n.op == "VarHandleOp"]
     assert node.attr["shared_name"].s.decode() == f"{scope.strip('/')}/w"
     assert [n.attr["shared_name"].s for n in original.node if n.op == "VarHandleOp"] == [b"w"]
+
+
+# ---------------------------------------------------------------- flags: placeholder_with_default
+
+
+@pytest.fixture
+def flagged():
+    """A TF1-style network whose dropout-like and batch-norm-like branches an is_training flag switches."""
+    graph = tf.Graph()
+    with graph.as_default():
+        x = V1.placeholder(tf.float32, [None, 2], name="x")
+        is_training = V1.placeholder_with_default(False, [], name="is_training")
+        w = V1.get_variable("w", initializer=[[1.0], [2.0]])
+        moving_mean = V1.get_variable("moving_mean", initializer=[10.0], trainable=False)
+        h = x @ w
+        h = tf.where(is_training, h - tf.reduce_mean(h, 0), h - moving_mean)  # batch-norm-like
+        y = V1.cond(is_training, lambda: 0.5 * h, lambda: h, name="dropout")  # dropout-like
+    return {"graph": graph, "x": x, "is_training": is_training, "y": y}
+
+
+BATCH = np.array([[1, 1], [3, 3]], np.float32)
+INFERENCE, TRAINING = [[-7.0], [-1.0]], [[-1.5], [1.5]]  # y for BATCH with the flag off / on
+
+
+def test_a_flag_not_among_the_inputs_is_shared_not_copied(flagged):
+    graph, flag = flagged["graph"], flagged["is_training"]
+    with graph.as_default():
+        copy = clone_subgraph(flagged["y"], flagged["x"], None, "copy")
+    feed = {flagged["x"]: BATCH, copy.inputs[0]: BATCH}
+    fetches = [flagged["y"], copy.outputs[0]]
+    assert [v.tolist() for v in _run(graph, fetches, feed)] == [INFERENCE, INFERENCE]
+    feed[flag] = True  # feeding the one flag switches the original AND the copy
+    assert [v.tolist() for v in _run(graph, fetches, feed)] == [TRAINING, TRAINING]
+    assert not [op.name for op in graph.get_operations() if op.type == "PlaceholderWithDefault"
+                and op.name.startswith("copy/")]
+    assert copy.shared == [flag]
+
+
+def test_a_flag_among_the_inputs_is_replaced(flagged):
+    graph, flag = flagged["graph"], flagged["is_training"]
+    with graph.as_default():
+        always = clone_subgraph(flagged["y"], [flagged["x"], flag], [flagged["x"], tf.constant(True)], "always")
+        mine = V1.placeholder_with_default(True, [], name="mine")
+        by_map = clone_subgraph(flagged["y"], [flagged["x"], flag], {flag: mine}, "by_map")
+    assert always.shared == [] and by_map.inputs[1] is mine
+    fetches = [flagged["y"], always.outputs[0], by_map.outputs[0]]
+    result = _run(graph, fetches, {flagged["x"]: BATCH, by_map.inputs[0]: BATCH})
+    assert [v.tolist() for v in result] == [INFERENCE, TRAINING, TRAINING]
+    result = _run(graph, fetches, {flagged["x"]: BATCH, by_map.inputs[0]: BATCH, mine: False})
+    assert [v.tolist() for v in result] == [INFERENCE, TRAINING, INFERENCE]
+
+
+def test_a_flag_among_the_inputs_without_replacement_gets_its_own_default(flagged):
+    graph, flag = flagged["graph"], flagged["is_training"]
+    with graph.as_default():
+        copy = clone_subgraph(flagged["y"], [flagged["x"], flag], None, "copy")
+    own_flag = copy.inputs[1]
+    assert own_flag.op.type == "PlaceholderWithDefault" and own_flag is not flag and copy.shared == []
+    fetches = [flagged["y"], copy.outputs[0]]
+    feed = {flagged["x"]: BATCH, copy.inputs[0]: BATCH}
+    assert [v.tolist() for v in _run(graph, fetches, feed)] == [INFERENCE, INFERENCE]  # same default
+    assert [v.tolist() for v in _run(graph, fetches, {**feed, flag: True})] == [TRAINING, INFERENCE]
+    assert [v.tolist() for v in _run(graph, fetches, {**feed, own_flag: True})] == [INFERENCE, TRAINING]
+
+
+def test_a_replacement_for_a_flag_must_fit(flagged):
+    graph, flag = flagged["graph"], flagged["is_training"]
+    with graph.as_default():
+        with pytest.raises(StructureMismatchError, match=r"dtype float32, the input is bool"):
+            clone_subgraph(flagged["y"], [flagged["x"], flag], [flagged["x"], tf.constant(1.0)], "bad")
+        with pytest.raises(StructureMismatchError, match="does not fit the input"):
+            clone_subgraph(flagged["y"], [flagged["x"], flag], [flagged["x"], tf.constant([True])], "bad")

@@ -325,6 +325,80 @@ def test_vectorized_ensemble_refuses_other_layers_and_no_models():
         VectorizedEnsemble([])
 
 
+def _two_heads() -> keras.Model:
+    x = keras.Input((4,))
+    hidden = keras.layers.Dense(5, activation="relu", name="hidden")(x)
+    return keras.Model(x, [keras.layers.Dense(5, name="head_a")(hidden),
+                           keras.layers.Dense(5, name="head_b")(hidden)], name="two_heads")
+
+
+def test_vectorized_ensemble_refuses_two_heads_and_stacks_one_model_per_head():
+    members = [_two_heads() for _ in range(3)]
+    with pytest.raises(StructureMismatchError, match=r"model 0 \('two_heads'\) has 1 input\(s\) and 2 output\(s\)"
+                       r".*keras\.Model\(member\.inputs, member\.outputs\[k\]\)"):
+        VectorizedEnsemble(members)
+    batch = np.random.default_rng(2).normal(size=(6, 4)).astype(np.float32)
+    for head in (0, 1):  # the route the error names works, and computes each head
+        per_head = [keras.Model(m.inputs, m.outputs[head]) for m in members]
+        expected = np.stack([m(batch)[head].numpy() for m in members])
+        np.testing.assert_allclose(VectorizedEnsemble(per_head)(batch).numpy(), expected, atol=1e-5)
+
+
+def test_vectorized_ensemble_refuses_a_branch_that_skips_a_layer():
+    x = keras.Input((4,))
+    unused_by_the_output = keras.layers.Dense(4, name="side")(x)
+    out = keras.layers.Dense(3, name="out")(x)
+    branch = keras.Model(x, [out, unused_by_the_output], name="branch")
+    with pytest.raises(StructureMismatchError, match="2 output"):
+        VectorizedEnsemble([branch])
+
+
+def test_vectorized_ensemble_refuses_a_layer_applied_twice():
+    x = keras.Input((4,))
+    shared = keras.layers.Dense(4, activation="tanh", name="shared")
+    twice = keras.Model(x, keras.layers.Dense(2)(shared(shared(x))), name="twice")
+    with pytest.raises(StructureMismatchError, match=r"model 0 \('twice'\) applies the layer\(s\) \['shared'\] more than once"):
+        VectorizedEnsemble([twice])
+
+
+def test_vectorized_ensemble_refuses_subclassed_models_and_non_models():
+    class Sum(keras.Model):
+        def __init__(self):
+            super().__init__(name="sum")
+            self.a, self.b = keras.layers.Dense(3), keras.layers.Dense(3)
+
+        def call(self, x):
+            return self.a(x) + self.b(x)
+
+    model = Sum()
+    model(np.ones((1, 4), np.float32))
+    with pytest.raises(StructureMismatchError, match=r"model 0 \(Sum 'sum'\) has no inputs and outputs.*"
+                       r"keras\.Sequential"):
+        VectorizedEnsemble([model])
+    with pytest.raises(StructureMismatchError, match="model 1 is a Dense, not a Keras model"):
+        VectorizedEnsemble([make_mlp(), keras.layers.Dense(3)])
+
+
+def test_a_chain_that_does_not_reach_the_input_is_refused():
+    from helpers.ensembles import _chain_to
+
+    model, other = make_mlp(), make_mlp()
+    with pytest.raises(StructureMismatchError, match=r"model 2 \('.*'\): its output is not a chain of Dense"):
+        _chain_to(other.outputs[0], model.inputs[0], model, 2)
+    assert _chain_to(model.outputs[0], model.inputs[0], model, 0) == model.layers
+
+
+def test_vectorized_ensemble_takes_a_functional_chain():
+    def chain() -> keras.Model:
+        x = keras.Input((4,))
+        return keras.Model(x, keras.layers.Dense(2)(keras.layers.Dense(5, activation="relu")(x)))
+
+    members = [chain() for _ in range(3)]
+    batch = np.random.default_rng(3).normal(size=(4, 4)).astype(np.float32)
+    expected = np.stack([m(batch).numpy() for m in members])
+    np.testing.assert_allclose(VectorizedEnsemble(members)(batch).numpy(), expected, atol=1e-5)
+
+
 # ---------------------------------------------------------------- majority_vote
 
 

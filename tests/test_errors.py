@@ -62,3 +62,16 @@ def test_moved_errors_keep_their_messages():
                                           missing=["dense/kernel/.ATTRIBUTES/VARIABLE_VALUE"])
     assert "'dense/kernel'" in str(mismatch) and mismatch.missing == ["dense/kernel/.ATTRIBUTES/VARIABLE_VALUE"]
     assert str(mismatch).endswith("hint: drop it")
+
+
+def test_a_partial_model_error_lists_the_unfilled_variables_and_the_route():
+    error = errors.PartialModelError("tf1/m", "Dense 'dense'", hint="fix the map", missing=["dense/bias"],
+                                     shape_mismatches=[("dense/kernel", (3, 2), (4, 2))])
+    assert isinstance(error, errors.CheckpointMismatchError) and error.problems == 2
+    assert str(error).splitlines() == [
+        "checkpoint 'tf1/m' does not fill every variable of Dense 'dense':",
+        "  missing from the checkpoint: 'dense/bias'",
+        "  wrong shape: 'dense/kernel' is (3, 2) in the checkpoint, (4, 2) in the target",
+        "  hint: fix the map",
+    ]
+    assert error.hint == "fix the map" and error.missing == ["dense/bias"]

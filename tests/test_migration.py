@@ -13,6 +13,7 @@ import tensorflow as tf
 from helpers.errors import (
     CheckpointMismatchError,
     NotACheckpointError,
+    PartialModelError,
     StructureMismatchError,
     WouldOverwriteError,
 )
@@ -361,6 +362,71 @@ def test_a_partial_conversion_hands_back_and_shows_what_it_skipped(tf1_ckpt, tmp
     other = dense()
     full = name_based_to_object_based(exact, tmp_path / "full", other, name_map(other))
     assert full.report.complete and "nothing skipped" in repr(full)
+
+
+def with_head() -> tuple[keras.Model, dict]:
+    """A model whose 'dense' layer the TF1 checkpoint fills, and a 'head' layer it knows nothing of."""
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2, name="dense"),
+                              keras.layers.Dense(1, name="head")])
+    dense_layer, head = model.layers
+    return model, {**name_map(dense_layer), "head/kernel": head.kernel, "head/bias": head.bias}
+
+
+def test_a_conversion_refuses_model_variables_the_checkpoint_does_not_fill_even_when_not_strict(
+        tf1_ckpt, tmp_path):
+    model, mapping = with_head()
+    before = [w.numpy() for w in model.weights]
+    with pytest.raises(PartialModelError) as caught:
+        name_based_to_object_based(tf1_ckpt, tmp_path / "obj", model, mapping, strict=False)
+    message = str(caught.value)
+    assert "does not fill every variable" in message
+    assert "missing from the checkpoint: 'head/bias', 'head/kernel'" in message
+    assert "global_step" not in message  # strict=False: unused keys are not the problem
+    assert "allow_unfilled=True" in message
+    assert not list(tmp_path.glob("obj*"))  # nothing written
+    assert all(np.array_equal(w.numpy(), b) for w, b in zip(model.weights, before))  # nothing restored
+
+
+def test_a_conversion_refuses_a_wrong_shape_even_when_not_strict(tf1_ckpt, tmp_path):
+    layer = dense(units=3)
+    with pytest.raises(PartialModelError, match=r"wrong shape: 'dense/kernel' is \(3, 2\) in the checkpoint"):
+        name_based_to_object_based(tf1_ckpt, tmp_path / "obj", layer, name_map(layer), strict=False)
+    assert not list(tmp_path.glob("obj*"))
+
+
+def test_strict_refuses_unused_keys_and_unfilled_variables_together(tf1_ckpt, tmp_path):
+    model, mapping = with_head()
+    with pytest.raises(PartialModelError) as caught:
+        name_based_to_object_based(tf1_ckpt, tmp_path / "obj", model, mapping)
+    assert "'head/bias', 'head/kernel'" in str(caught.value) and "'global_step'" in str(caught.value)
+    with pytest.raises(CheckpointMismatchError) as caught:  # allowed unfilled: only the unused key is refused
+        name_based_to_object_based(tf1_ckpt, tmp_path / "obj", model, mapping, allow_unfilled=True)
+    assert not isinstance(caught.value, PartialModelError)
+    assert caught.value.unexpected == ["global_step"] and caught.value.missing == []
+    assert not list(tmp_path.glob("obj*"))
+
+
+def test_allow_unfilled_writes_the_partial_model_and_says_so(tf1_ckpt, tmp_path):
+    model, mapping = with_head()
+    head_kernel = model.layers[1].kernel.numpy()
+    out = name_based_to_object_based(tf1_ckpt, tmp_path / "obj", model, mapping,
+                                     strict=False, allow_unfilled=True)
+    assert out.report.unfilled == ["head/bias", "head/kernel"] and out.report.unexpected == ["global_step"]
+    shown = repr(out)
+    flat = " ".join(shown.split())
+    assert flat.startswith(f"{str(out)!r} holds a PARTIAL MODEL: 2 variable(s) written with their current "
+                           "values, not from the checkpoint: head/bias, head/kernel; converted with")
+    assert max(len(line) for line in shown.splitlines()) <= 100
+    fresh, _ = with_head()
+    tf.train.Checkpoint(model=fresh).restore(out).assert_consumed()
+    np.testing.assert_array_equal(fresh.layers[0].kernel.numpy(), KERNEL)
+    np.testing.assert_array_equal(fresh.layers[1].kernel.numpy(), head_kernel)  # its value, not the file's
+
+
+def test_a_complete_model_with_unused_keys_is_not_called_partial_model(tf1_ckpt, tmp_path):
+    layer = dense()
+    out = name_based_to_object_based(tf1_ckpt, tmp_path / "obj", layer, name_map(layer), strict=False)
+    assert out.report.unfilled == [] and "PARTIAL MODEL" not in repr(out)
 
 
 def test_report_lines_fit_in_100_columns():

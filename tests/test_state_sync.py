@@ -76,13 +76,60 @@ def test_a_scope_that_is_a_prefix_of_another_is_not_confused():
     np.testing.assert_array_equal(untouched["layer/w"], np.full((2, 3), 5.0))
 
 
-def test_only_trainable_by_default_and_global_on_request():
+def _batch_norm_like(scope: str, value: float) -> None:
+    """A weight and BatchNorm-like moving statistics (non-trainable) under ``scope``, all ``value``."""
+    with V1.variable_scope(scope):
+        V1.get_variable("w", [2], initializer=tf.constant_initializer(value))
+        for name in ("bn/moving_mean", "bn/moving_variance"):
+            V1.get_variable(name, [2], trainable=False, initializer=tf.constant_initializer(value))
+
+
+def test_the_default_sync_copies_the_moving_statistics_too():
     with tf.Graph().as_default():
-        for scope, value in (("online", 1.0), ("target", 0.0)):
-            with V1.variable_scope(scope):
-                V1.get_variable("w", [2], initializer=tf.constant_initializer(value))
-                V1.get_variable("mean", [2], trainable=False, initializer=tf.constant_initializer(value))
-        trainable = make_sync_op("online", "target")
+        _batch_norm_like("online", 1.0)
+        _batch_norm_like("target", 0.0)
+        sync, soft = make_sync_op("online", "target"), make_sync_op("online", "target", tau=0.5)
+        with V1.Session() as sess:
+            sess.run(V1.global_variables_initializer())
+            sess.run(sync)
+            copied = _values(sess, "target")
+            sess.run([v.initializer for v in V1.global_variables("target/")])
+            sess.run(soft)
+            blended = _values(sess, "target")
+    assert {name: value.tolist() for name, value in copied.items()} == {
+        "w": [1.0, 1.0], "bn/moving_mean": [1.0, 1.0], "bn/moving_variance": [1.0, 1.0]}
+    assert {name: value.tolist() for name, value in blended.items()} == {
+        "w": [0.5, 0.5], "bn/moving_mean": [0.5, 0.5], "bn/moving_variance": [0.5, 0.5]}
+
+
+def test_the_default_sync_leaves_the_optimizer_slots_out():
+    with tf.Graph().as_default():
+        _batch_norm_like("online", 1.0)
+        _batch_norm_like("target", 0.0)
+        online_w = V1.trainable_variables("online/")[0]
+        train = V1.train.AdamOptimizer(0.1).minimize(tf.reduce_sum(online_w))  # online/w/Adam, Adam_1
+        assert "online/w/Adam" in [v.op.name for v in V1.global_variables()]
+        pairs = paired_variables("online", "target")
+        sync = make_sync_op("online", "target")
+        with pytest.raises(StructureMismatchError, match=r"missing under target/: 'w/Adam', 'w/Adam_1'"):
+            make_sync_op("online", "target", collection=V1.GraphKeys.GLOBAL_VARIABLES)
+        with V1.Session() as sess:
+            sess.run(V1.global_variables_initializer())
+            sess.run(train)
+            slots = sess.run(["online/w/Adam:0", "online/w/Adam_1:0"])
+            sess.run(sync)
+            assert all(np.array_equal(a, b) for a, b in zip(slots, sess.run(["online/w/Adam:0", "online/w/Adam_1:0"])))
+            target = _values(sess, "target")
+    assert [s.op.name[len("online/"):] for s, _ in pairs] == ["bn/moving_mean", "bn/moving_variance", "w"]
+    np.testing.assert_allclose(target["w"], [0.9, 0.9], rtol=1e-5)  # after one Adam step of 0.1
+    assert target["bn/moving_mean"].tolist() == [1.0, 1.0]
+
+
+def test_trainable_only_and_every_global_variable_on_request():
+    with tf.Graph().as_default():
+        _batch_norm_like("online", 1.0)
+        _batch_norm_like("target", 0.0)
+        trainable = make_sync_op("online", "target", collection=V1.GraphKeys.TRAINABLE_VARIABLES)
         everything = make_sync_op("online", "target", collection=V1.GraphKeys.GLOBAL_VARIABLES)
         with V1.Session() as sess:
             sess.run(V1.global_variables_initializer())
@@ -90,8 +137,39 @@ def test_only_trainable_by_default_and_global_on_request():
             after_trainable = _values(sess, "target")
             sess.run(everything)
             after_everything = _values(sess, "target")
-    assert after_trainable["w"].tolist() == [1.0, 1.0] and after_trainable["mean"].tolist() == [0.0, 0.0]
-    assert after_everything["mean"].tolist() == [1.0, 1.0]
+    assert after_trainable["w"].tolist() == [1.0, 1.0] and after_trainable["bn/moving_mean"].tolist() == [0.0, 0.0]
+    assert after_everything["bn/moving_mean"].tolist() == [1.0, 1.0]
+
+
+def test_a_default_sync_mismatch_says_what_it_compared():
+    with tf.Graph().as_default():
+        _batch_norm_like("online", 1.0)
+        with V1.variable_scope("target"):
+            V1.get_variable("w", [2])  # no moving statistics
+        with pytest.raises(StructureMismatchError) as caught:
+            make_sync_op("online", "target")
+        pairs = paired_variables("online", "target", collection=V1.GraphKeys.TRAINABLE_VARIABLES)
+    assert [(s.op.name, d.op.name) for s, d in pairs] == [("online/w", "target/w")]
+    message = str(caught.value)
+    assert "missing under target/: 'bn/moving_mean', 'bn/moving_variance'" in message
+    assert "trainable or not, optimizer slots left out" in message and "TRAINABLE_VARIABLES" in message
+
+
+def test_copy_weights_copies_a_keras_models_moving_statistics_like_the_graph_sync():
+    def net(seed: int) -> keras.Model:
+        keras.utils.set_random_seed(seed)
+        return keras.Sequential([keras.Input((3,)), keras.layers.Dense(4), keras.layers.BatchNormalization(),
+                                 keras.layers.Dropout(0.5, seed=seed), keras.layers.Dense(1)])
+
+    online, target = net(0), net(1)
+    online.layers[1].moving_mean.assign(np.full(4, 3.0, np.float32))
+    assert copy_weights(online, target) == 8  # kernels, biases, gamma, beta and both statistics
+    np.testing.assert_array_equal(target.layers[1].moving_mean.numpy(), np.full(4, 3.0))
+    x = np.ones((2, 3), np.float32)
+    np.testing.assert_allclose(online(x, training=False), target(x, training=False))
+    online.layers[1].moving_mean.assign(np.full(4, 5.0, np.float32))
+    copy_weights(online.trainable_weights, target.trainable_weights)  # the route to trainable only
+    np.testing.assert_array_equal(target.layers[1].moving_mean.numpy(), np.full(4, 3.0))
 
 
 def test_missing_and_extra_variables_are_named():
@@ -124,7 +202,7 @@ def test_shape_and_dtype_mismatches_are_named():
 def test_graph_mode_argument_errors():
     with tf.Graph().as_default():
         _scoped("online", 1.0)
-        with pytest.raises(StructureMismatchError, match="no variables .* under 'nothing/'"):
+        with pytest.raises(StructureMismatchError, match="no network variables .* under 'nothing/'"):
             make_sync_op("nothing", "online")
         with pytest.raises(ValueError, match="the same scope 'online/'"):
             make_sync_op("online", "online/")
