@@ -118,9 +118,26 @@ def _why_missing(text: str) -> str:
     shard = V1_SHARD.search(text)
     if shard and os.path.isfile(text[: shard.start()] + ".index"):
         return f"no such file; the checkpoint's prefix is {text[: shard.start()]!r}"
+    shards = _v1_shards_of(text)
+    if shards:  # TF 0.x wrote `model.ckpt-1000-00000-of-00001`; TensorFlow does not take the prefix
+        pattern = f"{text}-?????-of-{V1_SHARD.search(shards[0])[2]}"
+        if len(shards) == 1:
+            return (f"an old sharded (V1) checkpoint is in the file {shards[0]!r}, and TensorFlow "
+                    f"does not find it from the prefix: pass that full file name or {pattern!r}")
+        return (f"an old sharded (V1) checkpoint is in {len(shards)} files ({shards[0]!r}, ...), and "
+                f"TensorFlow does not find them from the prefix: pass {pattern!r}")
     if os.path.isfile(text + ".meta"):
         return "only the graph ('.meta') is there; the '.index' and '.data' files are missing"
     return f"no checkpoint files with this prefix (no {text + '.index'!r})"
+
+
+def _v1_shards_of(prefix: str) -> list[str]:
+    """The files of an old sharded (V1) checkpoint named ``prefix-NNNNN-of-NNNNN``, if any."""
+    folder, stem = os.path.split(prefix)
+    if not os.path.isdir(folder or "."):
+        return []
+    return sorted(os.path.join(folder, name) for name in os.listdir(folder or ".")
+                  if name.startswith(stem) and re.fullmatch(r"-\d{5}-of-\d{5}", name[len(stem):]))
 
 
 def _data_files(prefix: str) -> list[str]:

@@ -188,6 +188,35 @@ def test_v1_sharded_format(tmp_path):
         resolve_checkpoint(pattern)
 
 
+def test_v1_sharded_prefix_names_the_file_and_the_routes_that_work(tmp_path):
+    """TF 0.x's `model.ckpt-1000-00000-of-00001`: TensorFlow refuses the prefix; so does the
+    recipe, saying where the values are and what to pass, not that `.index`/`.data` are missing."""
+    with tf.Graph().as_default():
+        tf.compat.v1.get_variable("w", initializer=[1.0, 2.0])
+        saver = tf.compat.v1.train.Saver(write_version=tf.compat.v1.train.SaverDef.V1, sharded=True)
+        with tf.compat.v1.Session() as sess:
+            sess.run(tf.compat.v1.global_variables_initializer())
+            pattern = saver.save(sess, str(tmp_path / "model.ckpt"), global_step=1000)
+    prefix = str(tmp_path / "model.ckpt-1000")
+    assert pattern == prefix + "-?????-of-00001" and os.path.isfile(prefix + ".meta")
+    with pytest.raises(tf.errors.NotFoundError):
+        tf.train.list_variables(prefix)
+    with pytest.raises(NotACheckpointError) as caught:
+        describe_checkpoint(prefix)
+    message = str(caught.value)
+    assert "old sharded (V1) checkpoint is in the file" in message and "missing" not in message
+    assert repr(prefix + "-00000-of-00001") in message and repr(pattern) in message
+    for route in (prefix + "-00000-of-00001", pattern):
+        assert describe_checkpoint(route).keys == ["w"]
+
+
+def test_v1_sharded_prefix_of_several_shards_names_the_pattern(tmp_path):
+    pattern = realworld.v1_sharded(tmp_path / "model.ckpt")
+    with pytest.raises(NotACheckpointError, match=r"is in 2 files .*: pass '.*model\.ckpt-\?{5}-of-00002'"):
+        describe_checkpoint(tmp_path / "model.ckpt")
+    assert describe_checkpoint(pattern).keys == sorted(VALUES)
+
+
 def test_v1_file_that_is_damaged(tmp_path):
     path = realworld.v1_format(tmp_path / "model.ckpt")
     data = Path(path).read_bytes()
