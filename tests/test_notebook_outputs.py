@@ -90,9 +90,6 @@ HEX_STRING = re.compile(
 E_FLOAT = re.compile(r"(?<![\w.])[-+]?(?:\d+\.?\d*|\.\d+)[eE][-+]?\d+(?![\w.])")
 SANITIZE = ROOT / "tests" / "nbval_sanitize.cfg"
 
-# Chapters whose stored outputs are being made CPU-independent on another branch.
-CPU_DEPENDENT_ELSEWHERE = {"10_keras2_to_keras3", "11_resuming_exactly"}
-
 
 def _sanitizers(path: Path = SANITIZE) -> list[tuple[re.Pattern, str]]:
     parser = configparser.ConfigParser()
@@ -120,11 +117,7 @@ def cpu_dependent_values(cells, sanitizers=None) -> list[str]:
     return problems
 
 
-@pytest.mark.parametrize("path", [
-    pytest.param(path, marks=pytest.mark.xfail(strict=False, reason="fixed on branch text-1011"))
-    if path.stem in CPU_DEPENDENT_ELSEWHERE else path
-    for path in SOLUTIONS
-], ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", SOLUTIONS, ids=lambda p: p.stem)
 def test_compared_outputs_do_not_depend_on_the_cpu(path):
     """No digest of trained values and no tiny float difference in an output nbval compares."""
     problems = cpu_dependent_values(nbformat.read(path, as_version=4).cells)
