@@ -980,8 +980,7 @@ def exp_right_archive_named_function(model, path, n_features):
         return {"scores": model(features)}
 
     archive.add_endpoint("serving_default", serving_fn,
-                         input_signature=[keras.InputSpec(shape=(None, n_features), dtype="float32", name="features")]
-                         if False else [tf.TensorSpec(shape=[None, n_features], dtype="float32", name="features")])
+                         input_signature=[tf.TensorSpec(shape=[None, n_features], dtype="float32", name="features")])
     archive.write_out(os.fspath(path), verbose=False)
 
 
