@@ -325,3 +325,568 @@ def test_clip_rejects(cls, hint):
 def test_clip_not_done():
     with pytest.raises(ExerciseNotDone):
         ex08.check_clip(make_clip(not_done))
+
+
+# =========================================================================== Written from the prompt alone (VERIFY.md part 2)
+# Wrong answers a learner would write, and right ones written differently from the reference,
+# from the exercise prompts alone, before reading helpers/checks/ex08.py. Every run is bounded
+# by a watchdog and must take under 20 s; every hint must be short and free of temporary paths.
+
+import tempfile  # noqa: E402
+
+from tests.attack_harness import accepted, marked, rejected  # noqa: E402
+
+# What today's check gets wrong (strict xfails: remove an entry when its check is fixed).
+KNOWN_08 = {
+    "cb_save_best_only_default_monitor": "check accepts this wrong answer: save_best_only=True",
+    "cb_save_best_only_on_loss": "check accepts this wrong answer: save_best_only=True, monitor='loss'",
+    "cb_save_freq_two_batches": "check accepts this wrong answer: save_freq=2 (batches, not epochs)",
+    "cb_save_freq_every_batch": "check accepts this wrong answer: save_freq=1 (every batch)",
+    "NormHardCodedFeatures": "hint: Keras's message quoted with colour codes, over 300 characters",
+    "body_unchanged_means_not_loaded": "check accepts this wrong answer: 'unchanged value means not loaded'",
+    "body_trainable_only": "check accepts this wrong answer: reports only trainable weights (no BN in a "
+                           "changed layer)",
+    "body_reports_but_never_loads": "hint: lists every path, over 300 characters",
+    "body_hard_coded_file": "hint: generic cause, over 300 characters, and names h5py's h5f.open() as "
+                            "the learner's code",
+    "clip_cfg_low_only": "hint: Keras's message with colour codes, over 300 characters, generic cause",
+}
+
+CP = keras.callbacks.ModelCheckpoint
+
+
+def known_false_pass(answer, reason):
+    return pytest.param(answer, marks=pytest.mark.xfail(strict=True, reason=reason), id=answer.__name__)
+
+
+@pytest.fixture(autouse=False)
+def in_tmp(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+# --------------------------------------------------------------------------- 08.1 attack
+
+
+def cb_full_model(folder):
+    return CP(os.path.join(folder, "epoch-{epoch}.keras"))
+
+
+def cb_no_epoch_in_name(folder):
+    return CP(os.path.join(folder, "weights.weights.h5"), save_weights_only=True)
+
+
+def cb_save_best_only_default_monitor(folder):
+    return CP(os.path.join(folder, "e{epoch}.weights.h5"), save_weights_only=True, save_best_only=True)
+
+
+def cb_save_best_only_on_loss(folder):
+    return CP(os.path.join(folder, "e{epoch}.weights.h5"), save_weights_only=True, save_best_only=True,
+              monitor="loss")
+
+
+def cb_save_freq_two_batches(folder):
+    return CP(os.path.join(folder, "e{epoch}.weights.h5"), save_weights_only=True, save_freq=2)
+
+
+def cb_save_freq_every_batch(folder):
+    return CP(os.path.join(folder, "e{epoch}.weights.h5"), save_weights_only=True, save_freq=1)
+
+
+def cb_hard_coded_folder(folder):
+    return CP(os.path.join(tempfile.gettempdir(), "checkpoints", "model-{epoch:02d}.weights.h5"),
+              save_weights_only=True)
+
+
+def cb_missing_separator(folder):
+    return CP(folder + "epoch{epoch}.weights.h5", save_weights_only=True)
+
+
+def cb_epoch_in_subfolder(folder):
+    return CP(os.path.join(folder, "epoch{epoch}", "model.weights.h5"), save_weights_only=True)
+
+
+def cb_backup_and_restore(folder):
+    return keras.callbacks.BackupAndRestore(folder)
+
+
+def cb_weights_only_false_h5(folder):
+    return CP(os.path.join(folder, "e{epoch}.weights.h5"), save_weights_only=False)
+
+
+def cb_next_to_folder(folder):
+    return CP(os.path.join(os.path.dirname(os.path.abspath(folder)), "e{epoch}.weights.h5"),
+              save_weights_only=True)
+
+
+def cb_right_pathlib(folder):
+    return CP(pathlib.Path(folder) / "w_{epoch:04d}.weights.h5", save_weights_only=True)
+
+
+def cb_right_makedirs_explicit_settings(folder):
+    os.makedirs(folder, exist_ok=True)
+    return CP(f"{folder}/model.{{epoch:02d}}.weights.h5", save_weights_only=True, save_best_only=False,
+              save_freq="epoch", verbose=0)
+
+
+def cb_right_loss_in_name(folder):
+    return CP(os.path.join(folder, "ep{epoch}-loss{loss:.4f}.weights.h5"), monitor="loss",
+              save_weights_only=True)
+
+
+@pytest.mark.parametrize("answer", marked([
+    cb_full_model,
+    cb_no_epoch_in_name,
+    cb_save_best_only_default_monitor,
+    cb_save_best_only_on_loss,
+    cb_save_freq_two_batches,
+    cb_save_freq_every_batch,
+    cb_hard_coded_folder,
+    cb_missing_separator,
+    cb_epoch_in_subfolder,
+    cb_backup_and_restore,
+    cb_weights_only_false_h5,
+    cb_next_to_folder,
+], KNOWN_08))
+def test_attack_checkpoint_callback_rejects(answer, in_tmp):
+    rejected(ex08.check_make_checkpoint_callback, answer)
+
+
+@pytest.mark.parametrize("answer", [cb_right_pathlib, cb_right_makedirs_explicit_settings, cb_right_loss_in_name],
+                         ids=lambda f: f.__name__)
+def test_attack_checkpoint_callback_accepts(answer, in_tmp):
+    accepted(ex08.check_make_checkpoint_callback, answer)
+
+
+# --------------------------------------------------------------------------- 08.2 attack
+
+
+class _NormalizerGiven(keras.layers.Layer):
+    """The prompt's `update` and `call`; each answer below writes only `build`."""
+
+    def update(self, batch):
+        n = tf.cast(self.count, tf.float32)
+        self.mean.assign((self.mean * n + tf.reduce_mean(batch, axis=0)) / (n + 1.0))
+        self.count.assign_add(1)
+
+    def call(self, x):
+        return (x - self.mean) * self.gain
+
+
+class NormCountPythonInt(_NormalizerGiven):
+    def build(self, input_shape):
+        features = input_shape[-1]
+        self.gain = self.add_weight(shape=(features,), initializer="ones", name="gain")
+        self.mean = self.add_weight(shape=(features,), initializer="zeros", trainable=False, name="mean")
+        self.count = tf.Variable(0, dtype=tf.int64, trainable=False)
+
+
+class NormMeanTfVariable(_NormalizerGiven):
+    def build(self, input_shape):
+        features = input_shape[-1]
+        self.gain = self.add_weight(shape=(features,), initializer="ones", name="gain")
+        self.mean = tf.Variable(tf.zeros(features), trainable=False, name="mean")
+        self.count = self.add_weight(shape=(), initializer="zeros", dtype="int64", trainable=False, name="count")
+
+
+class NormMeanTrainable(_NormalizerGiven):
+    def build(self, input_shape):
+        features = input_shape[-1]
+        self.gain = self.add_weight(shape=(features,), initializer="ones", name="gain")
+        self.mean = self.add_weight(shape=(features,), initializer="zeros", name="mean")
+        self.count = self.add_weight(shape=(), initializer="zeros", dtype="int64", trainable=False, name="count")
+
+
+class NormCountFloat(_NormalizerGiven):
+    def build(self, input_shape):
+        features = input_shape[-1]
+        self.gain = self.add_weight(shape=(features,), initializer="ones", name="gain")
+        self.mean = self.add_weight(shape=(features,), initializer="zeros", trainable=False, name="mean")
+        self.count = self.add_weight(shape=(), initializer="zeros", trainable=False, name="count")
+
+
+class NormCountInt32(_NormalizerGiven):
+    def build(self, input_shape):
+        features = input_shape[-1]
+        self.gain = self.add_weight(shape=(features,), initializer="ones", name="gain")
+        self.mean = self.add_weight(shape=(features,), initializer="zeros", trainable=False, name="mean")
+        self.count = self.add_weight(shape=(), initializer="zeros", dtype="int32", trainable=False, name="count")
+
+
+class NormCountTrainable(_NormalizerGiven):
+    def build(self, input_shape):
+        features = input_shape[-1]
+        self.gain = self.add_weight(shape=(features,), initializer="ones", name="gain")
+        self.mean = self.add_weight(shape=(features,), initializer="zeros", trainable=False, name="mean")
+        self.count = self.add_weight(shape=(), initializer="zeros", dtype="int64", name="count")
+
+
+class NormGainZeros(_NormalizerGiven):
+    def build(self, input_shape):
+        features = input_shape[-1]
+        self.gain = self.add_weight(shape=(features,), initializer="zeros", name="gain")
+        self.mean = self.add_weight(shape=(features,), initializer="zeros", trainable=False, name="mean")
+        self.count = self.add_weight(shape=(), initializer="zeros", dtype="int64", trainable=False, name="count")
+
+
+class NormGainRandom(_NormalizerGiven):
+    def build(self, input_shape):
+        features = input_shape[-1]
+        self.gain = self.add_weight(shape=(features,), name="gain")  # default glorot_uniform
+        self.mean = self.add_weight(shape=(features,), initializer="zeros", trainable=False, name="mean")
+        self.count = self.add_weight(shape=(), initializer="zeros", dtype="int64", trainable=False, name="count")
+
+
+class NormHardCodedFeatures(_NormalizerGiven):
+    def build(self, input_shape):
+        self.gain = self.add_weight(shape=(2,), initializer="ones", name="gain")
+        self.mean = self.add_weight(shape=(2,), initializer="zeros", trainable=False, name="mean")
+        self.count = self.add_weight(shape=(), initializer="zeros", dtype="int64", trainable=False, name="count")
+
+
+class NormScalarGainAndMean(_NormalizerGiven):
+    def build(self, input_shape):
+        self.gain = self.add_weight(shape=(), initializer="ones", name="gain")
+        self.mean = self.add_weight(shape=(), initializer="zeros", trainable=False, name="mean")
+        self.count = self.add_weight(shape=(), initializer="zeros", dtype="int64", trainable=False, name="count")
+
+
+class NormCountShapeOne(_NormalizerGiven):
+    def build(self, input_shape):
+        features = input_shape[-1]
+        self.gain = self.add_weight(shape=(features,), initializer="ones", name="gain")
+        self.mean = self.add_weight(shape=(features,), initializer="zeros", trainable=False, name="mean")
+        self.count = self.add_weight(shape=(1,), initializer="zeros", dtype="int64", trainable=False, name="count")
+
+
+class NormGainFrozen(_NormalizerGiven):
+    def build(self, input_shape):
+        features = input_shape[-1]
+        self.gain = self.add_weight(shape=(features,), initializer="ones", trainable=False, name="gain")
+        self.mean = self.add_weight(shape=(features,), initializer="zeros", trainable=False, name="mean")
+        self.count = self.add_weight(shape=(), initializer="zeros", dtype="int64", trainable=False, name="count")
+
+
+class NormCountStartsAtOne(_NormalizerGiven):
+    def build(self, input_shape):
+        features = input_shape[-1]
+        self.gain = self.add_weight(shape=(features,), initializer="ones", name="gain")
+        self.mean = self.add_weight(shape=(features,), initializer="zeros", trainable=False, name="mean")
+        self.count = self.add_weight(shape=(), initializer="ones", dtype="int64", trainable=False, name="count")
+
+
+class NormRightNoNamesInitializerObjects(_NormalizerGiven):
+    def build(self, input_shape):
+        features = input_shape[-1]
+        self.gain = self.add_weight(shape=(features,), initializer=keras.initializers.Ones())
+        self.mean = self.add_weight(shape=(features,), initializer=keras.initializers.Zeros(), trainable=False)
+        self.count = self.add_weight(shape=(), initializer=keras.initializers.Zeros(), dtype=tf.int64,
+                                     trainable=False)
+
+
+class NormRightListShapesConstant(_NormalizerGiven):
+    def build(self, input_shape):
+        features = int(input_shape[-1])
+        self.count = self.add_weight(name="count", shape=[], dtype="int64", initializer="zeros", trainable=False)
+        self.mean = self.add_weight(name="mean", shape=[features], initializer=keras.initializers.Constant(0.0),
+                                    trainable=False)
+        self.gain = self.add_weight(name="gain", shape=[features], initializer=keras.initializers.Constant(1.0),
+                                    trainable=True)
+
+
+class NormRightKerasVariables(_NormalizerGiven):
+    def build(self, input_shape):
+        features = input_shape[-1]
+        self.gain = keras.Variable(np.ones(features, "float32"), name="gain")
+        self.mean = keras.Variable(np.zeros(features, "float32"), trainable=False, name="mean")
+        self.count = keras.Variable(0, dtype="int64", trainable=False, name="count")
+
+
+@pytest.mark.parametrize("build", marked([
+    NormCountPythonInt, NormMeanTfVariable, NormMeanTrainable, NormCountFloat, NormCountInt32,
+    NormCountTrainable, NormGainZeros, NormGainRandom, NormHardCodedFeatures, NormScalarGainAndMean,
+    NormCountShapeOne, NormGainFrozen, NormCountStartsAtOne,
+], KNOWN_08))
+def test_attack_normalizer_rejects(build, in_tmp):
+    rejected(ex08.check_normalizer, build)
+
+
+@pytest.mark.parametrize("build", [NormRightNoNamesInitializerObjects, NormRightListShapesConstant,
+                                   NormRightKerasVariables], ids=lambda c: c.__name__)
+def test_attack_normalizer_accepts(build, in_tmp):
+    accepted(ex08.check_normalizer, build)
+
+
+# --------------------------------------------------------------------------- 08.3 attack
+
+
+def body_empty_list_always(model, weights_path):
+    model.load_weights(weights_path, skip_mismatch=True)
+    return []
+
+
+def body_unchanged_means_not_loaded(model, weights_path):
+    before = [v.numpy().copy() for v in model.weights]
+    model.load_weights(weights_path, skip_mismatch=True)
+    return [v.path for v, old in zip(model.weights, before) if np.array_equal(v.numpy(), old)]
+
+
+def body_no_skip_mismatch(model, weights_path):
+    model.load_weights(weights_path)
+    return []
+
+
+def body_names_not_paths(model, weights_path):
+    missing = missing_from_file(model, weights_path)
+    model.load_weights(weights_path, skip_mismatch=True)
+    by_path = {v.path: v for v in model.weights}
+    return [by_path[path].name for path in missing]
+
+
+def body_layer_names(model, weights_path):
+    missing = missing_from_file(model, weights_path)
+    model.load_weights(weights_path, skip_mismatch=True)
+    return sorted({path.split("/")[0] for path in missing})
+
+
+def body_trainable_only(model, weights_path):
+    missing = missing_from_file(model, weights_path)
+    model.load_weights(weights_path, skip_mismatch=True)
+    trainable = {v.path for v in model.trainable_weights}
+    return [path for path in missing if path in trainable]
+
+
+def body_kernels_only(model, weights_path):
+    missing = missing_from_file(model, weights_path)
+    model.load_weights(weights_path, skip_mismatch=True)
+    return [path for path in missing if path.endswith("kernel")]
+
+
+def body_reports_but_never_loads(model, weights_path):
+    return missing_from_file(model, weights_path)
+
+
+def body_zeroes_the_rest(model, weights_path):
+    missing = missing_from_file(model, weights_path)
+    model.load_weights(weights_path, skip_mismatch=True)
+    for v in model.weights:
+        if v.path in missing:
+            v.assign(np.zeros(v.shape, v.dtype))
+    return missing
+
+
+def body_loads_only_trainable_layers(model, weights_path):
+    """Loads through a copy, then copies back only the trainable weights."""
+    missing = missing_from_file(model, weights_path)
+    values = {v.path: v.numpy() for v in model.weights}
+    model.load_weights(weights_path, skip_mismatch=True)
+    for v in model.non_trainable_weights:
+        v.assign(values[v.path])
+    return missing
+
+
+def body_assumes_only_the_head(model, weights_path):
+    """As in the notebook, only the head changed: report its weights."""
+    model.load_weights(weights_path, skip_mismatch=True)
+    return [v.path for v in model.layers[-1].weights]
+
+
+def body_hard_coded_file(model, weights_path):
+    model.load_weights("model.weights.h5", skip_mismatch=True)
+    return missing_from_file(model, "model.weights.h5")
+
+
+def body_right_marker(model, weights_path):
+    """Mark every variable with NaN (or the dtype's max), load, and see which still hold the mark."""
+    weights = model.weights
+    old = [v.numpy().copy() for v in weights]
+    marks = [np.full(v.shape, np.nan if np.issubdtype(o.dtype, np.floating) else np.iinfo(o.dtype).max, o.dtype)
+             for v, o in zip(weights, old)]
+    for v, mark in zip(weights, marks):
+        v.assign(mark)
+    model.load_weights(weights_path, skip_mismatch=True)
+    missing = []
+    for v, mark, value in zip(weights, marks, old):
+        if np.array_equal(v.numpy(), mark, equal_nan=np.issubdtype(mark.dtype, np.floating)):
+            missing.append(v.path)
+            v.assign(value)
+    return missing
+
+
+def body_right_reversed_order(model, weights_path):
+    missing = list(reversed(missing_from_file(model, pathlib.Path(weights_path))))
+    model.load_weights(pathlib.Path(weights_path), skip_mismatch=True)
+    return missing
+
+
+def body_right_two_markers(model, weights_path):
+    """Load twice over two different markers: a value that came from the file is the same both times."""
+    weights = model.weights
+    old = [v.numpy().copy() for v in weights]
+    after = []
+    for marker in (1, 2):
+        for v, o in zip(weights, old):
+            v.assign(np.full(o.shape, 1000 + marker, o.dtype))
+        model.load_weights(weights_path, skip_mismatch=True)
+        after.append([v.numpy().copy() for v in weights])
+    missing = []
+    for v, o, a, b in zip(weights, old, *after):
+        if not np.array_equal(a, b):
+            missing.append(v.path)
+            v.assign(o)
+    return missing
+
+
+@pytest.mark.parametrize("answer", marked([
+    body_empty_list_always, body_unchanged_means_not_loaded, body_no_skip_mismatch, body_names_not_paths,
+    body_layer_names, body_trainable_only, body_kernels_only, body_reports_but_never_loads,
+    body_zeroes_the_rest, body_loads_only_trainable_layers, body_assumes_only_the_head, body_hard_coded_file,
+], KNOWN_08))
+def test_attack_load_body_rejects(answer, in_tmp):
+    rejected(ex08.check_load_body, answer)
+
+
+@pytest.mark.parametrize("answer", [body_right_marker, body_right_reversed_order, body_right_two_markers],
+                         ids=lambda f: f.__name__)
+def test_attack_load_body_accepts(answer, in_tmp):
+    accepted(ex08.check_load_body, answer)
+
+
+# --------------------------------------------------------------------------- 08.4 attack
+
+
+@pytest.fixture
+def clean_registry():
+    """Each answer registers its own `Clip`; put Keras's registry back afterwards."""
+    from keras.src.saving import object_registration as registration
+
+    objects = dict(registration.GLOBAL_CUSTOM_OBJECTS)
+    names = dict(registration.GLOBAL_CUSTOM_NAMES)
+    yield
+    registration.GLOBAL_CUSTOM_OBJECTS.clear()
+    registration.GLOBAL_CUSTOM_OBJECTS.update(objects)
+    registration.GLOBAL_CUSTOM_NAMES.clear()
+    registration.GLOBAL_CUSTOM_NAMES.update(names)
+
+
+def clip_class(get_config, package="exercises", register=True, **register_kwargs):
+    class Clip(keras.layers.Layer):
+        def __init__(self, bounds, **kwargs):
+            super().__init__(**kwargs)
+            self.bounds = np.asarray(bounds, dtype="float32")
+
+        def call(self, x):
+            return tf.clip_by_value(x, self.bounds[0], self.bounds[1])
+
+    Clip.get_config = get_config
+    if register:
+        keras.saving.register_keras_serializable(package=package, **register_kwargs)(Clip)
+    return Clip
+
+
+def cfg_right_reference(self):
+    return {**keras.layers.Layer.get_config(self), "bounds": self.bounds.tolist()}
+
+
+def cfg_no_bounds(self):
+    return keras.layers.Layer.get_config(self)
+
+
+def cfg_hard_coded_bounds(self):
+    return {**keras.layers.Layer.get_config(self), "bounds": [-1.0, 1.0]}
+
+
+def cfg_reversed_bounds(self):
+    return {**keras.layers.Layer.get_config(self), "bounds": self.bounds[::-1].tolist()}
+
+
+def cfg_bounds_as_text(self):
+    return {**keras.layers.Layer.get_config(self), "bounds": str(self.bounds)}
+
+
+def cfg_low_only(self):
+    return {**keras.layers.Layer.get_config(self), "bounds": [float(self.bounds[0])]}
+
+
+def cfg_low_high_keys(self):
+    return {**keras.layers.Layer.get_config(self), "low": float(self.bounds[0]), "high": float(self.bounds[1])}
+
+
+def cfg_rounded_bounds(self):
+    return {**keras.layers.Layer.get_config(self), "bounds": [round(float(b)) for b in self.bounds]}
+
+
+def cfg_right_update(self):
+    config = super(type(self), self).get_config()
+    config.update({"bounds": [float(b) for b in self.bounds]})
+    return config
+
+
+def cfg_right_dict_call(self):
+    return dict(keras.layers.Layer.get_config(self), bounds=list(map(float, self.bounds)))
+
+
+def clip_not_registered():
+    return clip_class(cfg_right_reference, register=False)
+
+
+def clip_default_package():
+    Clip = clip_class(cfg_right_reference, register=False)
+    keras.saving.register_keras_serializable()(Clip)
+    return Clip
+
+
+def clip_package_typo():
+    return clip_class(cfg_right_reference, package="exercise")
+
+
+def clip_notebook_package():
+    return clip_class(cfg_right_reference, package="course")
+
+
+def clip_registers_another_class():
+    """Registers a subclass (the learner decorated a copy), not the class handed to the check."""
+    Clip = clip_class(cfg_right_reference, register=False)
+    keras.saving.register_keras_serializable(package="exercises")(type("Clip", (Clip,), {}))
+    return Clip
+
+
+def make_wrong(get_config):
+    def answer():
+        return clip_class(get_config)
+
+    answer.__name__ = f"clip_{get_config.__name__}"
+    return answer
+
+
+def clip_right_update():
+    return clip_class(cfg_right_update)
+
+
+def clip_right_dict_call():
+    return clip_class(cfg_right_dict_call)
+
+
+def clip_right_explicit_name():
+    return clip_class(cfg_right_reference, name="Clip")
+
+
+def clip_numpy_array_in_config():
+    """The array itself in the config: Keras cannot rebuild it (verified: load_model raises)."""
+    return clip_class(lambda self: {**keras.layers.Layer.get_config(self), "bounds": self.bounds})
+
+
+@pytest.mark.parametrize("make", marked([
+    make_wrong(cfg_no_bounds), make_wrong(cfg_hard_coded_bounds), make_wrong(cfg_reversed_bounds),
+    make_wrong(cfg_bounds_as_text), make_wrong(cfg_low_only), make_wrong(cfg_low_high_keys),
+    make_wrong(cfg_rounded_bounds), clip_not_registered, clip_default_package, clip_package_typo,
+    clip_notebook_package, clip_registers_another_class, clip_numpy_array_in_config,
+], KNOWN_08))
+def test_attack_clip_rejects(make, clean_registry, in_tmp):
+    rejected(ex08.check_clip, make())
+
+
+@pytest.mark.parametrize("make", [clip_right_update, clip_right_dict_call, clip_right_explicit_name],
+                         ids=lambda f: f.__name__)
+def test_attack_clip_accepts(make, clean_registry, in_tmp):
+    accepted(ex08.check_clip, make())

@@ -578,3 +578,719 @@ def test_shares_variables_not_done():
 def test_an_error_in_the_learners_code_names_their_line():
     with pytest.raises(LearnerCodeError, match=r'return signature\(features=batch\)\["score"\]'):
         ex09.check_call_serving_default(hard_coded_input)
+
+
+# =========================================================================== Written from the prompt alone (VERIFY.md part 2)
+# Wrong answers a learner would write, and right ones written differently from the reference,
+# from the exercise prompts alone, before reading helpers/checks/ex09.py. Every run is bounded
+# by a watchdog and must take under 20 s; every hint must be short and free of temporary paths.
+
+import os  # noqa: E402
+import tempfile  # noqa: E402
+
+from tests.attack_harness import accepted, marked, rejected  # noqa: E402
+
+# What today's check gets wrong (strict xfails: remove an entry when its check is fixed).
+FALSE_PASS = "check accepts this wrong answer: "
+GENERIC_HINT = "hint: over 300 characters, generic 'read the message, fix that line'"
+KNOWN_09: dict[str, str] = {
+    "csd_notebook_keys": GENERIC_HINT + " (signature's missing argument)",
+    "csd_squeezed": FALSE_PASS + "np.squeeze (no size-1 axis in the fixture)",
+    "csd_first_signature": FALSE_PASS + "calls the alphabetically first signature, not serving_default",
+    "csd_keys_swapped": GENERIC_HINT + " (input and output keys swapped)",
+    "csd_serve_endpoint": "hint: generic 'read the message, fix that line' (no attribute 'serve')",
+    "csd_float64": GENERIC_HINT + ", no float32/float64 cause",
+    "tf1_keys_as_tensor_names": "hint: over 300 characters (a key fed as a tensor name)",
+    "tf1_first_signature_def": FALSE_PASS + "runs the alphabetically first signature_def, not serving_default",
+    "tf1_squeezed": FALSE_PASS + "np.squeeze on the outputs (no size-1 axis)",
+    "tf1_tf2_tensors": FALSE_PASS + "returns EagerTensors where NumPy arrays are asked",
+    "tf1_default_graph_session": FALSE_PASS + "loads into the process-wide default graph, not a graph of its own",
+    "exp_training_true": FALSE_PASS + "serves model(x, training=True) (no Dropout/BatchNorm in the fixture)",
+    "exp_hard_coded_width": GENERIC_HINT + " (hard-coded width 4)",
+    "head_hard_coded_inputs": FALSE_PASS + "hard-coded n_inputs=4",
+    "head_compiled": FALSE_PASS + "the model is compiled, the prompt says not to",
+    "head_relu": FALSE_PASS + "Dense(units, activation='relu') head",
+    "head_extra_hidden_layer": FALSE_PASS + "an extra hidden Dense before the head",
+    "head_float64_input": GENERIC_HINT + ", no float32/float64 cause",
+    "head_lambda_not_tfsmlayer": GENERIC_HINT + " (a Lambda instead of a TFSMLayer)",
+    "head_output_key_hard_coded": GENERIC_HINT + " (KeyError on a hard-coded output key)",
+    "share_same_variable_objects": FALSE_PASS + "'a is b' (shared pairs are one Python object, never two over "
+                                   "one resource)",
+    "share_assigns_zeros": FALSE_PASS + "measures by assigning zeros (no zero-valued shared variable)",
+    "share_doubles": FALSE_PASS + "measures by doubling (no zero-valued shared variable)",
+}
+
+
+@pytest.fixture
+def in_tmp(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def _signature_keys(signature):
+    (input_key,) = signature.structured_input_signature[1]
+    (output_key,) = signature.structured_outputs
+    return input_key, output_key
+
+
+# --------------------------------------------------------------------------- 09.1 attack
+
+
+def _cast(signature, batch):
+    (spec,) = signature.structured_input_signature[1].values()
+    return tf.constant(batch, dtype=spec.dtype)
+
+
+def csd_notebook_keys(path, batch):
+    signature = tf.saved_model.load(path).signatures["serving_default"]
+    return signature(inputs=_cast(signature, batch))["output_0"].numpy()
+
+
+def csd_right_no_cast(path, batch):
+    """Hands the NumPy array over as it is: the signature converts it to its own dtype."""
+    signature = tf.saved_model.load(path).signatures["serving_default"]
+    input_key, output_key = _signature_keys(signature)
+    return signature(**{input_key: batch})[output_key].numpy()
+
+
+def csd_returns_tensor(path, batch):
+    signature = tf.saved_model.load(path).signatures["serving_default"]
+    input_key, output_key = _signature_keys(signature)
+    return signature(**{input_key: _cast(signature, batch)})[output_key]
+
+
+def csd_returns_dict(path, batch):
+    signature = tf.saved_model.load(path).signatures["serving_default"]
+    input_key, _ = _signature_keys(signature)
+    return {k: v.numpy() for k, v in signature(**{input_key: _cast(signature, batch)}).items()}
+
+
+def csd_squeezed(path, batch):
+    signature = tf.saved_model.load(path).signatures["serving_default"]
+    input_key, output_key = _signature_keys(signature)
+    return np.squeeze(signature(**{input_key: _cast(signature, batch)})[output_key].numpy())
+
+
+def csd_first_signature(path, batch):
+    loaded = tf.saved_model.load(path)
+    signature = loaded.signatures[sorted(loaded.signatures)[0]]
+    (input_key,) = signature.structured_input_signature[1]
+    return next(iter(signature(**{input_key: _cast(signature, batch)}).values())).numpy()
+
+
+def csd_as_list(path, batch):
+    signature = tf.saved_model.load(path).signatures["serving_default"]
+    input_key, output_key = _signature_keys(signature)
+    return signature(**{input_key: _cast(signature, batch)})[output_key].numpy().tolist()
+
+
+def csd_first_row_only(path, batch):
+    signature = tf.saved_model.load(path).signatures["serving_default"]
+    input_key, output_key = _signature_keys(signature)
+    return signature(**{input_key: _cast(signature, batch[:1])})[output_key].numpy()
+
+
+def csd_writes_into_the_folder(path, batch):
+    signature = tf.saved_model.load(path).signatures["serving_default"]
+    input_key, output_key = _signature_keys(signature)
+    result = signature(**{input_key: _cast(signature, batch)})[output_key].numpy()
+    np.save(os.path.join(path, "last_predictions.npy"), result)  # a "log" of the last call
+    return result
+
+
+def csd_keys_swapped(path, batch):
+    signature = tf.saved_model.load(path).signatures["serving_default"]
+    input_key, output_key = _signature_keys(signature)
+    return signature(**{output_key: _cast(signature, batch)})[input_key].numpy()
+
+
+def csd_serve_endpoint(path, batch):
+    """Calls the Keras export's `serve` function instead of the signature."""
+    loaded = tf.saved_model.load(path)
+    return np.asarray(loaded.serve(_cast(loaded.signatures["serving_default"], batch)))
+
+
+def csd_float64(path, batch):
+    signature = tf.saved_model.load(path).signatures["serving_default"]
+    input_key, output_key = _signature_keys(signature)
+    return signature(**{input_key: tf.constant(batch, dtype=tf.float64)})[output_key].numpy()
+
+
+def csd_right_tfsmlayer(path, batch):
+    layer = keras.layers.TFSMLayer(path, call_endpoint="serving_default")
+    outputs = layer(batch)
+    (value,) = outputs.values() if isinstance(outputs, dict) else (outputs,)
+    return np.asarray(value)
+
+
+def csd_right_popitem(path, batch):
+    signature = tf.saved_model.load(path).signatures["serving_default"]
+    spec = list(signature.structured_input_signature[1].values())[0]
+    result = dict(signature(**{spec.name: tf.convert_to_tensor(batch, dtype=spec.dtype)}))
+    return result.popitem()[1].numpy()
+
+
+def csd_right_output_keys_from_signature_def(path, batch):
+    loaded = tf.saved_model.load(path)
+    signature = loaded.signatures["serving_default"]
+    kwargs = {name: tf.cast(batch, spec.dtype) for name, spec in signature.structured_input_signature[1].items()}
+    return np.array([value for value in signature(**kwargs).values()][0])
+
+
+@pytest.mark.parametrize("answer", marked([
+    csd_notebook_keys, csd_returns_tensor, csd_returns_dict, csd_squeezed, csd_first_signature, csd_as_list,
+    csd_first_row_only, csd_writes_into_the_folder, csd_keys_swapped, csd_serve_endpoint, csd_float64,
+], KNOWN_09))
+def test_attack_call_serving_default_rejects(answer, in_tmp):
+    rejected(ex09.check_call_serving_default, answer)
+
+
+@pytest.mark.parametrize("answer", marked([
+    csd_right_tfsmlayer, csd_right_popitem, csd_right_output_keys_from_signature_def, csd_right_no_cast,
+], KNOWN_09))
+def test_attack_call_serving_default_accepts(answer, in_tmp):
+    accepted(ex09.check_call_serving_default, answer)
+
+
+# --------------------------------------------------------------------------- 09.2 attack
+
+
+def _run_v1(path, tags, feeds, *, pick=lambda defs: defs["serving_default"], fetch_dict=True):
+    with tf.Graph().as_default() as graph, V1.Session(graph=graph) as session:
+        meta_graph = V1.saved_model.loader.load(session, tags, path)
+        signature = pick(meta_graph.signature_def)
+        feed_dict = {signature.inputs[key].name: value for key, value in feeds.items()}
+        fetches = {key: info.name for key, info in signature.outputs.items()}
+        return session.run(fetches, feed_dict)
+
+
+def tf1_ignores_tags(path, tags, feeds):
+    return _run_v1(path, ["serve"], feeds)
+
+
+def tf1_first_tag_only(path, tags, feeds):
+    return _run_v1(path, [tags[0]], feeds)
+
+
+def tf1_keys_as_tensor_names(path, tags, feeds):
+    with tf.Graph().as_default() as graph, V1.Session(graph=graph) as session:
+        meta_graph = V1.saved_model.loader.load(session, tags, path)
+        signature = meta_graph.signature_def["serving_default"]
+        fetches = {key: f"{key}:0" for key in signature.outputs}
+        return session.run(fetches, {f"{key}:0": value for key, value in feeds.items()})
+
+
+def tf1_returns_list(path, tags, feeds):
+    return list(_run_v1(path, tags, feeds).values())
+
+
+def tf1_tensor_names_as_keys(path, tags, feeds):
+    with tf.Graph().as_default() as graph, V1.Session(graph=graph) as session:
+        meta_graph = V1.saved_model.loader.load(session, tags, path)
+        signature = meta_graph.signature_def["serving_default"]
+        names = [info.name for info in signature.outputs.values()]
+        feed_dict = {signature.inputs[key].name: value for key, value in feeds.items()}
+        return dict(zip(names, session.run(names, feed_dict)))
+
+
+_CACHED = {}
+
+
+def tf1_reuses_one_session(path, tags, feeds):
+    """Loads once and keeps the session for later calls (a session and graph shared across calls)."""
+    if "session" not in _CACHED:
+        graph = tf.Graph()
+        session = V1.Session(graph=graph)
+        with graph.as_default():
+            _CACHED["meta"] = V1.saved_model.loader.load(session, tags, path)
+        _CACHED["session"] = session
+    signature = _CACHED["meta"].signature_def["serving_default"]
+    feed_dict = {signature.inputs[key].name: value for key, value in feeds.items()}
+    return _CACHED["session"].run({k: v.name for k, v in signature.outputs.items()}, feed_dict)
+
+
+def tf1_first_signature_def(path, tags, feeds):
+    return _run_v1(path, tags, feeds, pick=lambda defs: defs[sorted(defs)[0]])
+
+
+def tf1_first_output_only(path, tags, feeds):
+    outputs = _run_v1(path, tags, feeds)
+    first = sorted(outputs)[0]
+    return {first: outputs[first]}
+
+
+def tf1_squeezed(path, tags, feeds):
+    return {key: np.squeeze(value) for key, value in _run_v1(path, tags, feeds).items()}
+
+
+def tf1_tf2_tensors(path, tags, feeds):
+    signature = tf.saved_model.load(path, tags=tags).signatures["serving_default"]
+    return dict(signature(**{key: tf.constant(value) for key, value in feeds.items()}))
+
+
+def tf1_default_graph_session(path, tags, feeds):
+    session = V1.Session()
+    meta_graph = V1.saved_model.loader.load(session, tags, path)
+    signature = meta_graph.signature_def["serving_default"]
+    feed_dict = {signature.inputs[key].name: value for key, value in feeds.items()}
+    return session.run({k: v.name for k, v in signature.outputs.items()}, feed_dict)
+
+
+def tf1_right_tf2_load(path, tags, feeds):
+    signature = tf.saved_model.load(path, tags=tags).signatures["serving_default"]
+    outputs = signature(**{key: tf.constant(value) for key, value in feeds.items()})
+    return {key: value.numpy() for key, value in outputs.items()}
+
+
+def tf1_right_tuple_tags_list_fetches(path, tags, feeds):
+    graph = tf.Graph()
+    with V1.Session(graph=graph) as session:
+        meta_graph = V1.saved_model.loader.load(session, set(tags), path)
+        signature = meta_graph.signature_def["serving_default"]
+        keys = list(signature.outputs)
+        tensors = [graph.get_tensor_by_name(signature.outputs[key].name) for key in keys]
+        feed_dict = {graph.get_tensor_by_name(signature.inputs[k].name): np.asarray(v) for k, v in feeds.items()}
+        values = session.run(tensors, feed_dict=feed_dict)
+    return {key: np.asarray(value) for key, value in zip(keys, values)}
+
+
+def tf1_right_signature_def_utils(path, tags, feeds):
+    with tf.Graph().as_default(), V1.Session() as session:
+        meta_graph = V1.saved_model.load(session, tags, path)
+        signature = meta_graph.signature_def[tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY]
+        result = {}
+        for key, info in signature.outputs.items():
+            result[key] = session.run(info.name, {signature.inputs[k].name: v for k, v in feeds.items()})
+        return result
+
+
+@pytest.mark.parametrize("answer", marked([
+    tf1_ignores_tags, tf1_first_tag_only, tf1_keys_as_tensor_names, tf1_returns_list, tf1_tensor_names_as_keys,
+    tf1_reuses_one_session, tf1_first_signature_def, tf1_first_output_only, tf1_squeezed, tf1_tf2_tensors,
+    tf1_default_graph_session,
+], KNOWN_09))
+def test_attack_run_tf1_signature_rejects(answer, in_tmp):
+    _CACHED.clear()
+    rejected(ex09.check_run_tf1_signature, answer)
+
+
+@pytest.mark.parametrize("answer", marked([
+    tf1_right_tf2_load, tf1_right_tuple_tags_list_fetches, tf1_right_signature_def_utils,
+], KNOWN_09))
+def test_attack_run_tf1_signature_accepts(answer, in_tmp):
+    accepted(ex09.check_run_tf1_signature, answer)
+
+
+# --------------------------------------------------------------------------- 09.3 attack
+
+
+def _attack_archive(model, path, spec, function):
+    archive = keras.export.ExportArchive()
+    archive.track(model)
+    archive.add_endpoint("serving_default", function, input_signature=[spec])
+    archive.write_out(path, verbose=False)
+
+
+def exp_plain_export(model, path, n_features):
+    model.export(path, verbose=False)
+
+
+def exp_input_key_typo(model, path, n_features):
+    spec = tf.TensorSpec((None, n_features), tf.float32, name="inputs")
+    _attack_archive(model, path, spec, tf.function(lambda inputs: {"scores": model(inputs)}))
+
+
+def exp_batch_of_one(model, path, n_features):
+    spec = tf.TensorSpec((1, n_features), tf.float32, name="features")
+    _attack_archive(model, path, spec, tf.function(lambda features: {"scores": model(features)}))
+
+
+def exp_any_width(model, path, n_features):
+    spec = tf.TensorSpec((None, None), tf.float32, name="features")
+    _attack_archive(model, path, spec, tf.function(lambda features: {"scores": model(features)}))
+
+
+def exp_float64(model, path, n_features):
+    spec = tf.TensorSpec((None, n_features), tf.float64, name="features")
+    _attack_archive(model, path, spec, tf.function(lambda features: {"scores": model(tf.cast(features, tf.float32))}))
+
+
+def exp_output_key_typo(model, path, n_features):
+    spec = tf.TensorSpec((None, n_features), tf.float32, name="features")
+    _attack_archive(model, path, spec, tf.function(lambda features: {"score": model(features)}))
+
+
+def exp_training_true(model, path, n_features):
+    spec = tf.TensorSpec((None, n_features), tf.float32, name="features")
+    _attack_archive(model, path, spec, tf.function(lambda features: {"scores": model(features, training=True)}))
+
+
+def exp_hard_coded_width(model, path, n_features):
+    spec = tf.TensorSpec((None, 4), tf.float32, name="features")
+    _attack_archive(model, path, spec, tf.function(lambda features: {"scores": model(features)}))
+
+
+def exp_exports_a_clone(model, path, n_features):
+    """Clones the model 'to leave it as it is', and exports the clone (fresh weights)."""
+    copy = keras.models.clone_model(model)
+    spec = tf.TensorSpec((None, n_features), tf.float32, name="features")
+    _attack_archive(copy, path, spec, tf.function(lambda features: {"scores": copy(features)}))
+
+
+def exp_identity_name_not_key(model, path, n_features):
+    spec = tf.TensorSpec((None, n_features), tf.float32, name="features")
+    _attack_archive(model, path, spec, tf.function(lambda features: tf.identity(model(features), name="scores")))
+
+
+def exp_into_subfolder(model, path, n_features):
+    spec = tf.TensorSpec((None, n_features), tf.float32, name="features")
+    _attack_archive(model, os.path.join(path, "1"), spec, tf.function(lambda features: {"scores": model(features)}))
+
+
+def exp_softmax_added(model, path, n_features):
+    spec = tf.TensorSpec((None, n_features), tf.float32, name="features")
+    _attack_archive(model, path, spec, tf.function(lambda features: {"scores": tf.nn.softmax(model(features))}))
+
+
+def exp_trains_before_export(model, path, n_features):
+    """Compiles and fits one step 'to build' the model, which changes its weights."""
+    model.compile("sgd", "mse")
+    x = np.ones((2, n_features), "float32")
+    model.fit(x, model.predict(x, verbose=0) + 1.0, epochs=1, verbose=0)
+    spec = tf.TensorSpec((None, n_features), tf.float32, name="features")
+    _attack_archive(model, path, spec, tf.function(lambda features: {"scores": model(features)}))
+
+
+def exp_right_tf_saved_model_save(model, path, n_features):
+    @tf.function(input_signature=[tf.TensorSpec([None, n_features], tf.float32, name="features")])
+    def serve(features):
+        return {"scores": model(features, training=False)}
+
+    module = tf.Module()
+    module.model = model
+    module.serve = serve
+    tf.saved_model.save(module, path, signatures={"serving_default": serve})
+
+
+def exp_right_archive_named_function(model, path, n_features):
+    archive = keras.export.ExportArchive()
+    archive.track(model)
+
+    def serving_fn(features):
+        return {"scores": model(features)}
+
+    archive.add_endpoint("serving_default", serving_fn,
+                         input_signature=[tf.TensorSpec(shape=[None, n_features], dtype="float32", name="features")])
+    archive.write_out(os.fspath(path), verbose=False)
+
+
+def exp_right_pathlib_and_module(model, path, n_features):
+    class Server(tf.Module):
+        def __init__(self, net):
+            super().__init__()
+            self.net = net
+
+        @tf.function(input_signature=[tf.TensorSpec((None, n_features), tf.float32)])
+        def __call__(self, features):
+            return {"scores": self.net(features)}
+
+    server = Server(model)
+    tf.saved_model.save(server, str(pathlib_path(path)), signatures={"serving_default": server.__call__})
+
+
+def pathlib_path(path):
+    import pathlib
+
+    return pathlib.Path(path)
+
+
+@pytest.mark.parametrize("answer", marked([
+    exp_plain_export, exp_input_key_typo, exp_batch_of_one, exp_any_width, exp_float64, exp_output_key_typo,
+    exp_training_true, exp_hard_coded_width, exp_exports_a_clone, exp_identity_name_not_key, exp_into_subfolder,
+    exp_softmax_added, exp_trains_before_export,
+], KNOWN_09))
+def test_attack_export_for_serving_rejects(answer, in_tmp):
+    rejected(ex09.check_export_for_serving, answer)
+
+
+@pytest.mark.parametrize("answer", marked([
+    exp_right_tf_saved_model_save, exp_right_archive_named_function, exp_right_pathlib_and_module,
+], KNOWN_09))
+def test_attack_export_for_serving_accepts(answer, in_tmp):
+    accepted(ex09.check_export_for_serving, answer)
+
+
+# --------------------------------------------------------------------------- 09.4 attack
+
+
+def _first(outputs):
+    return next(iter(outputs.values())) if isinstance(outputs, dict) else outputs
+
+
+def _head_model(path, endpoint, n_inputs, units, *, trainable=False, dtype="float32", head=None, call_endpoint=None):
+    inputs = keras.Input((n_inputs,), dtype=dtype)
+    base = keras.layers.TFSMLayer(path, call_endpoint=call_endpoint or endpoint, trainable=trainable)
+    outputs = (head or keras.layers.Dense(units))(_first(base(inputs)))
+    return keras.Model(inputs, outputs)
+
+
+def head_base_trainable(path, endpoint, n_inputs, units):
+    return _head_model(path, endpoint, n_inputs, units, trainable=True)
+
+
+def head_ignores_endpoint(path, endpoint, n_inputs, units):
+    return _head_model(path, endpoint, n_inputs, units, call_endpoint="serving_default")
+
+
+def head_hard_coded_inputs(path, endpoint, n_inputs, units):
+    return _head_model(path, endpoint, 4, units)
+
+
+def head_compiled(path, endpoint, n_inputs, units):
+    model = _head_model(path, endpoint, n_inputs, units)
+    model.compile("adam", "mse")
+    return model
+
+
+def head_relu(path, endpoint, n_inputs, units):
+    return _head_model(path, endpoint, n_inputs, units, head=keras.layers.Dense(units, activation="relu"))
+
+
+def head_one_unit(path, endpoint, n_inputs, units):
+    return _head_model(path, endpoint, n_inputs, units, head=keras.layers.Dense(1))
+
+
+def head_float64_input(path, endpoint, n_inputs, units):
+    inputs = keras.Input((n_inputs,), dtype="float64")
+    base = keras.layers.TFSMLayer(path, call_endpoint=endpoint, trainable=False)
+    return keras.Model(inputs, keras.layers.Dense(units)(_first(base(tf.cast(inputs, "float32")))))
+
+
+def head_lambda_not_tfsmlayer(path, endpoint, n_inputs, units):
+    function = tf.saved_model.load(path).signatures[endpoint]
+    (key,) = function.structured_input_signature[1]
+    inputs = keras.Input((n_inputs,))
+    features = keras.layers.Lambda(lambda x: _first(function(**{key: x})), output_shape=(None,))(inputs)
+    return keras.Model(inputs, keras.layers.Dense(units)(features))
+
+
+def head_extra_hidden_layer(path, endpoint, n_inputs, units):
+    return _head_model(path, endpoint, n_inputs, units,
+                       head=keras.Sequential([keras.layers.Dense(16, activation="relu"), keras.layers.Dense(units)]))
+
+
+def head_everything_frozen(path, endpoint, n_inputs, units):
+    model = _head_model(path, endpoint, n_inputs, units)
+    model.trainable = False
+    return model
+
+
+def head_output_key_hard_coded(path, endpoint, n_inputs, units):
+    inputs = keras.Input((n_inputs,))
+    base = keras.layers.TFSMLayer(path, call_endpoint=endpoint, trainable=False)
+    return keras.Model(inputs, keras.layers.Dense(units)(base(inputs)["output_0"]))
+
+
+def head_right_trainable_after(path, endpoint, n_inputs, units):
+    base = keras.layers.TFSMLayer(path, call_endpoint=endpoint)
+    base.trainable = False
+    inputs = keras.Input(shape=(n_inputs,), dtype=tf.float32)
+    features = base(inputs)
+    if isinstance(features, dict):
+        (features,) = features.values()
+    return keras.Model(inputs=inputs, outputs=keras.layers.Dense(units=units)(features))
+
+
+def head_right_list_of_values(path, endpoint, n_inputs, units):
+    inputs = keras.Input(batch_shape=(None, n_inputs), dtype="float32")
+    outputs = keras.layers.TFSMLayer(os.fspath(path), call_endpoint=endpoint, trainable=False)(inputs)
+    features = list(outputs.values())[0] if isinstance(outputs, dict) else outputs
+    return keras.Model(inputs, keras.layers.Dense(units, name="new_head")(features), name="frozen_plus_head")
+
+
+def head_right_subclassed(path, endpoint, n_inputs, units):
+    class WithHead(keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.base = keras.layers.TFSMLayer(path, call_endpoint=endpoint, trainable=False)
+            self.head = keras.layers.Dense(units)
+
+        def call(self, x):
+            return self.head(_first(self.base(x)))
+
+    model = WithHead()
+    model(np.zeros((1, n_inputs), "float32"))
+    return model
+
+
+@pytest.mark.parametrize("answer", marked([
+    head_base_trainable, head_ignores_endpoint, head_hard_coded_inputs, head_compiled, head_relu, head_one_unit,
+    head_float64_input, head_lambda_not_tfsmlayer, head_extra_hidden_layer, head_everything_frozen,
+    head_output_key_hard_coded,
+], KNOWN_09))
+def test_attack_frozen_base_with_head_rejects(answer, in_tmp):
+    rejected(ex09.check_frozen_base_with_head, answer)
+
+
+@pytest.mark.parametrize("answer", marked([
+    head_right_trainable_after, head_right_list_of_values, head_right_subclassed,
+], KNOWN_09))
+def test_attack_frozen_base_with_head_accepts(answer, in_tmp):
+    accepted(ex09.check_frozen_base_with_head, answer)
+
+
+# --------------------------------------------------------------------------- 09.5 attack
+
+
+def _bumped(value):
+    value = np.asarray(value)
+    if value.dtype == bool:
+        return ~value
+    return value + np.ones((), value.dtype)
+
+
+def share_same_object(first, second):
+    return first is second
+
+
+def share_equal_values(first, second):
+    return any(np.array_equal(a.numpy(), b.numpy()) for a, b in zip(first.variables, second.variables))
+
+
+def share_same_variable_objects(first, second):
+    return any(a is b for a, b in zip(first.variables, second.variables))
+
+
+def share_same_names(first, second):
+    return any(a.name == b.name for a, b in zip(first.variables, second.variables))
+
+
+def share_never_puts_back(first, second):
+    shared = False
+    for a, b in zip(first.variables, second.variables):
+        before = b.numpy().copy()
+        a.assign(_bumped(a.numpy()))
+        shared = shared or not np.array_equal(b.numpy(), before)
+    return shared
+
+
+def share_assigns_zeros(first, second):
+    shared = False
+    for a, b in zip(first.variables, second.variables):
+        old_a, old_b = a.numpy().copy(), b.numpy().copy()
+        a.assign(np.zeros_like(old_a))
+        shared = shared or not np.array_equal(b.numpy(), old_b)
+        a.assign(old_a)
+        b.assign(old_b)
+    return shared
+
+
+def share_doubles(first, second):
+    shared = False
+    for a, b in zip(first.variables, second.variables):
+        old_a, old_b = a.numpy().copy(), b.numpy().copy()
+        a.assign(old_a * 2)
+        shared = shared or not np.array_equal(b.numpy(), old_b)
+        a.assign(old_a)
+        b.assign(old_b)
+    return shared
+
+
+def share_first_variable_only(first, second):
+    a, b = first.variables[0], second.variables[0]
+    old_a, old_b = a.numpy().copy(), b.numpy().copy()
+    a.assign(_bumped(old_a))
+    shared = not np.array_equal(b.numpy(), old_b)
+    a.assign(old_a)
+    return shared
+
+
+def share_returns_before_putting_back(first, second):
+    for a, b in zip(first.variables, second.variables):
+        old_a, old_b = a.numpy().copy(), b.numpy().copy()
+        a.assign(_bumped(old_a))
+        if not np.array_equal(b.numpy(), old_b):
+            return True
+        a.assign(old_a)
+    return False
+
+
+def share_all_not_any(first, second):
+    changed = []
+    for a, b in zip(first.variables, second.variables):
+        old_a, old_b = a.numpy().copy(), b.numpy().copy()
+        a.assign(_bumped(old_a))
+        changed.append(not np.array_equal(b.numpy(), old_b))
+        a.assign(old_a)
+    return all(changed)
+
+
+def share_returns_a_tensor(first, second):
+    changed = []
+    for a, b in zip(first.variables, second.variables):
+        old_a, old_b = a.numpy().copy(), b.numpy().copy()
+        a.assign(_bumped(old_a))
+        changed.append(tf.reduce_any(tf.not_equal(b, old_b)))
+        a.assign(old_a)
+    return tf.reduce_any(changed)
+
+
+def share_right_loop(first, second):
+    for a, b in zip(first.variables, second.variables):
+        old_a, old_b = a.numpy().copy(), b.numpy().copy()
+        a.assign(_bumped(old_a))
+        moved = not np.array_equal(b.numpy(), old_b)
+        a.assign(old_a)
+        b.assign(old_b)
+        if moved:
+            return True
+    return False
+
+
+def share_right_sentinel_try_finally(first, second):
+    pairs = list(zip(first.variables, second.variables))
+    saved = [(a.read_value(), b.read_value()) for a, b in pairs]
+    found = False
+    try:
+        for (a, b), (old_a, old_b) in zip(pairs, saved):
+            new = tf.where(tf.equal(old_a, tf.zeros_like(old_a)), tf.ones_like(old_a), -old_a) \
+                if old_a.dtype != tf.bool else tf.logical_not(old_a)
+            if old_a.dtype.is_floating or old_a.dtype.is_integer:
+                new = tf.where(tf.equal(new, old_a), new + tf.ones_like(new), new)
+            a.assign(new)
+            found = found or not bool(tf.reduce_all(tf.equal(b.read_value(), old_b)))
+    finally:
+        for (a, b), (old_a, old_b) in reversed(list(zip(pairs, saved))):
+            a.assign(old_a)
+            b.assign(old_b)
+    return found
+
+
+def share_right_all_at_once(first, second):
+    firsts, seconds = list(first.variables), list(second.variables)
+    old_first = [v.numpy().copy() for v in firsts]
+    old_second = [v.numpy().copy() for v in seconds]
+    for v, old in zip(firsts, old_first):
+        v.assign(_bumped(old))
+    answer = any(not np.array_equal(v.numpy(), old) for v, old in zip(seconds, old_second))
+    for v, old in zip(firsts, old_first):
+        v.assign(old)
+    for v, old in zip(seconds, old_second):
+        v.assign(old)
+    return bool(answer)
+
+
+@pytest.mark.parametrize("answer", marked([
+    share_same_object, share_equal_values, share_same_variable_objects, share_same_names, share_never_puts_back,
+    share_assigns_zeros, share_doubles, share_first_variable_only, share_returns_before_putting_back,
+    share_all_not_any, share_returns_a_tensor,
+], KNOWN_09))
+def test_attack_shares_variables_rejects(answer, in_tmp):
+    rejected(ex09.check_shares_variables, answer)
+
+
+@pytest.mark.parametrize("answer", marked([
+    share_right_loop, share_right_sentinel_try_finally, share_right_all_at_once,
+], KNOWN_09))
+def test_attack_shares_variables_accepts(answer, in_tmp):
+    accepted(ex09.check_shares_variables, answer)

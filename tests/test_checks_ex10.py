@@ -300,3 +300,465 @@ def test_keras2_keys_mistakes():
         ex10.check_keras2_keys(lambda model: list(keras2_keys(model).items()))
     with pytest.raises(ExerciseNotDone):
         ex10.check_keras2_keys(not_done)
+
+
+# =========================================================================== Written from the prompt alone (VERIFY.md part 2)
+# Wrong answers a learner would write, and right ones written differently from the reference,
+# from the exercise prompts alone, before reading helpers/checks/ex10.py. Every run is bounded
+# by a watchdog and must take under 20 s; every hint must be short and free of temporary paths.
+
+import os  # noqa: E402
+import warnings  # noqa: E402
+
+from tests.attack_harness import accepted, marked, rejected  # noqa: E402
+
+FALSE_PASS = "check accepts this wrong answer: "
+GENERIC_HINT = "hint: over 300 characters, generic 'read the message, fix that line'"
+# What today's check gets wrong (strict xfails: remove an entry when its check is fixed).
+DTYPE_HINT = GENERIC_HINT + ", no int32/int64 cause"
+KNOWN_10: dict[str, str] = {
+    "smp_int32_always": DTYPE_HINT,
+    "smp_int64_always": DTYPE_HINT,
+    "smp_tf_constant_as_is": DTYPE_HINT,
+    "smp_float_tokens": DTYPE_HINT,
+    "smp_squeezed": FALSE_PASS + "np.squeeze (no size-1 axis in the fixture)",
+    "smp_tfsmlayer_serve": FALSE_PASS + "TFSMLayer's default endpoint 'serve', not serving_default (equal in the "
+                           "fixture)",
+    "k2w_optimizer_counts_as_extra": "hint: the learner's own message quoted whole (878 characters), generic cause",
+    "k2w_load_weights": GENERIC_HINT + " (load_weights on a TF checkpoint)",
+    "k2w_right_by_hand": "check rejects a correct answer: raises KeyError (prompt: 'raise an exception')",
+    "k2w_right_assign_then_raise": "check rejects a correct answer: raises RuntimeError (prompt: 'raise an "
+                                   "exception')",
+    "k2k_trainable_layers_only": FALSE_PASS + "skips layers without trainable weights (no frozen layer in fixture)",
+    "k2k_skips_frozen_layers": FALSE_PASS + "numbers only layers with trainable=True (no frozen layer in fixture)",
+}
+
+
+@pytest.fixture
+def in_tmp(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+# --------------------------------------------------------------------------- 10.1 attack
+
+
+def _smp_parts(path):
+    signature = tf.saved_model.load(path).signatures["serving_default"]
+    (name, spec), = signature.structured_input_signature[1].items()
+    return signature, name, spec
+
+
+def _smp_with(convert, pick=lambda out: next(iter(out.values())).numpy()):
+    def make(path):
+        signature, name, spec = _smp_parts(path)
+        return lambda tokens: pick(signature(**{name: convert(tokens, spec)}))
+
+    return make
+
+
+def smp_int32_always(path):
+    return _smp_with(lambda t, spec: tf.constant(t, dtype=tf.int32))(path)
+
+
+def smp_int64_always(path):
+    return _smp_with(lambda t, spec: tf.constant(t, dtype=tf.int64))(path)
+
+
+def smp_tf_constant_as_is(path):
+    return _smp_with(lambda t, spec: tf.constant(t))(path)
+
+
+def smp_float_tokens(path):
+    return _smp_with(lambda t, spec: tf.constant(t, dtype=tf.float32))(path)
+
+
+def smp_output_0(path):
+    return _smp_with(lambda t, spec: tf.cast(t, spec.dtype), pick=lambda out: out["output_0"].numpy())(path)
+
+
+def smp_returns_tensor(path):
+    return _smp_with(lambda t, spec: tf.cast(t, spec.dtype), pick=lambda out: next(iter(out.values())))(path)
+
+
+def smp_returns_dict(path):
+    return _smp_with(lambda t, spec: tf.cast(t, spec.dtype), pick=lambda out: {k: v.numpy() for k, v in out.items()})(path)
+
+
+def smp_squeezed(path):
+    return _smp_with(lambda t, spec: tf.cast(t, spec.dtype),
+                     pick=lambda out: np.squeeze(next(iter(out.values())).numpy()))(path)
+
+
+def smp_list(path):
+    return _smp_with(lambda t, spec: tf.cast(t, spec.dtype),
+                     pick=lambda out: next(iter(out.values())).numpy().tolist())(path)
+
+
+_SMP_CACHE = {}
+
+
+def smp_cached_first_model(path):
+    """Loads the SavedModel once, on the first call, and reuses it whatever the path."""
+    if "signature" not in _SMP_CACHE:
+        _SMP_CACHE["signature"] = _smp_parts(path)
+    signature, name, spec = _SMP_CACHE["signature"]
+    return lambda tokens: next(iter(signature(**{name: tf.cast(tokens, spec.dtype)}).values())).numpy()
+
+
+def smp_tfsmlayer_serve(path):
+    layer = keras.layers.TFSMLayer(path)  # the default endpoint, "serve"
+    _, _, spec = _smp_parts(path)
+
+    def predict(tokens):
+        out = layer(tf.cast(tokens, spec.dtype))
+        return np.asarray(next(iter(out.values())) if isinstance(out, dict) else out)
+
+    return predict
+
+
+def smp_first_example_only(path):
+    return _smp_with(lambda t, spec: tf.cast(t[:1], spec.dtype))(path)
+
+
+def smp_right_numpy_astype(path):
+    loaded = tf.saved_model.load(path)
+    signature = loaded.signatures["serving_default"]
+    specs = signature.structured_input_signature[1]
+    key = list(specs)[0]
+    dtype = specs[key].dtype.as_numpy_dtype
+
+    def predict(tokens):
+        (output,) = signature(**{key: np.asarray(tokens).astype(dtype)}).values()
+        return output.numpy()
+
+    return predict
+
+
+def smp_right_numpy_passed_as_is(path):
+    signature = tf.saved_model.load(os.fspath(path)).signatures["serving_default"]
+    key = next(iter(signature.structured_input_signature[1]))
+    spec = signature.structured_input_signature[1][key]
+    return lambda tokens: np.array(list(signature(**{key: tf.convert_to_tensor(tokens, spec.dtype)}).values())[0])
+
+
+def smp_right_loads_every_call(path):
+    def predict(tokens):
+        signature = tf.saved_model.load(path).signatures["serving_default"]
+        (name, spec), = signature.structured_input_signature[1].items()
+        (value,) = signature(**{name: tf.cast(tf.convert_to_tensor(tokens), spec.dtype)}).values()
+        return value.numpy()
+
+    return predict
+
+
+@pytest.mark.parametrize("answer", marked([
+    smp_int32_always, smp_int64_always, smp_tf_constant_as_is, smp_float_tokens, smp_output_0, smp_returns_tensor,
+    smp_returns_dict, smp_squeezed, smp_list, smp_cached_first_model, smp_tfsmlayer_serve, smp_first_example_only,
+], KNOWN_10))
+def test_attack_saved_model_predictor_rejects(answer, in_tmp):
+    _SMP_CACHE.clear()
+    rejected(ex10.check_saved_model_predictor, answer)
+
+
+@pytest.mark.parametrize("answer", marked([
+    smp_right_numpy_astype, smp_right_numpy_passed_as_is, smp_right_loads_every_call,
+], KNOWN_10))
+def test_attack_saved_model_predictor_accepts(answer, in_tmp):
+    accepted(ex10.check_saved_model_predictor, answer)
+
+
+# --------------------------------------------------------------------------- 10.2 attack
+
+_SKIPPED = ("_CHECKPOINTABLE_OBJECT_GRAPH", "save_counter/")
+
+
+def _weight_keys(reader):
+    return {key for key in reader.get_variable_to_shape_map()
+            if not key.startswith(("optimizer/",) + _SKIPPED) and "/.OPTIMIZER_SLOT/" not in key}
+
+
+def k2w_checkpoint_restore(ckpt_path, model):
+    tf.train.Checkpoint(model=model).restore(ckpt_path).expect_partial()
+
+
+def k2w_checkpoint_root_restore(ckpt_path, model):
+    """Restores with the model as the checkpoint's root (Keras 2 saved the model as root)."""
+    tf.train.Checkpoint(root=model).read(ckpt_path).expect_partial()
+
+
+def k2w_trainable_only(ckpt_path, model):
+    reader = tf.train.load_checkpoint(ckpt_path)
+    for key, variable in keras2_key_map(ckpt_path, model).items():
+        if variable.trainable:
+            variable.assign(reader.get_tensor(key))
+
+
+def k2w_lenient(ckpt_path, model):
+    reader = tf.train.load_checkpoint(ckpt_path)
+    for key, variable in keras2_key_map(ckpt_path, model).items():
+        if reader.has_tensor(key) and tuple(reader.get_variable_to_shape_map()[key]) == tuple(variable.shape):
+            variable.assign(reader.get_tensor(key))
+
+
+def k2w_only_model_side_strict(ckpt_path, model):
+    reader = tf.train.load_checkpoint(ckpt_path)
+    key_map = keras2_key_map(ckpt_path, model)
+    if len(key_map) != len(model.weights):
+        raise ValueError("some of the model's variables are not in the file")
+    for key, variable in key_map.items():
+        variable.assign(reader.get_tensor(key))
+
+
+def k2w_optimizer_counts_as_extra(ckpt_path, model):
+    reader = tf.train.load_checkpoint(ckpt_path)
+    key_map = keras2_key_map(ckpt_path, model)
+    unused = {key for key in reader.get_variable_to_shape_map() if not key.startswith(_SKIPPED)} - set(key_map)
+    if unused or len(key_map) != len(model.weights):
+        raise ValueError(f"no partner for {sorted(unused)}")
+    for key, variable in key_map.items():
+        variable.assign(reader.get_tensor(key))
+
+
+def k2w_pairs_by_shape(ckpt_path, model):
+    reader = tf.train.load_checkpoint(ckpt_path)
+    shapes = reader.get_variable_to_shape_map()
+    free = sorted(_weight_keys(reader))
+    for variable in model.weights:
+        match = next((key for key in free if tuple(shapes[key]) == tuple(variable.shape)), None)
+        if match is None:
+            raise ValueError(f"no partner for {variable.path}")
+        free.remove(match)
+        variable.assign(reader.get_tensor(match))
+    if free:
+        raise ValueError(f"no partner for {free}")
+
+
+def k2w_converts_in_place(ckpt_path, model):
+    restore_keras2_checkpoint(ckpt_path, model, drop_optimizer=True)
+    tf.train.Checkpoint(model=model).write(ckpt_path)  # "migrate the file once"
+
+
+def k2w_warns_instead(ckpt_path, model):
+    report = restore_keras2_checkpoint(ckpt_path, model, strict=False, drop_optimizer=True)
+    if "PARTIAL" in str(report):
+        warnings.warn(str(report))
+
+
+def k2w_strict_false(ckpt_path, model):
+    restore_keras2_checkpoint(ckpt_path, model, strict=False, drop_optimizer=True)
+
+
+def _k2_keys_every_layer(model):
+    return {f"layer_with_weights-{i}/{v.name}/.ATTRIBUTES/VARIABLE_VALUE": v
+            for i, layer in enumerate(model.layers) for v in layer.weights}
+
+
+def k2w_hand_numbered_every_layer(ckpt_path, model):
+    reader = tf.train.load_checkpoint(ckpt_path)
+    for key, variable in _k2_keys_every_layer(model).items():
+        if reader.has_tensor(key):
+            variable.assign(reader.get_tensor(key))
+
+
+def k2w_sorted_zip(ckpt_path, model):
+    reader = tf.train.load_checkpoint(ckpt_path)
+    keys = sorted(_weight_keys(reader))
+    if len(keys) != len(model.weights):
+        raise ValueError("the file and the model hold different numbers of weights")
+    for key, variable in zip(keys, sorted(model.weights, key=lambda v: v.path)):
+        if tuple(reader.get_variable_to_shape_map()[key]) == tuple(variable.shape):
+            variable.assign(reader.get_tensor(key))
+
+
+def k2w_load_weights(ckpt_path, model):
+    model.load_weights(ckpt_path)
+
+
+def k2w_right_report(ckpt_path, model):
+    report = restore_keras2_checkpoint(os.fspath(ckpt_path), model, strict=True, drop_optimizer=True)
+    return None if report is None else None
+
+
+def k2w_right_by_hand(ckpt_path, model):
+    reader = tf.train.load_checkpoint(ckpt_path)
+    shapes = reader.get_variable_to_shape_map()
+    key_map = keras2_key_map(ckpt_path, model)
+    problems = [v.path for v in model.weights if not any(v is w for w in key_map.values())]
+    problems += [key for key in _weight_keys(reader) if key not in key_map]
+    problems += [key for key, v in key_map.items() if tuple(shapes.get(key, ())) != tuple(v.shape)]
+    if problems:
+        raise KeyError(f"no partner of the same shape: {problems}")
+    values = {key: reader.get_tensor(key) for key in key_map}
+    for key, variable in key_map.items():
+        variable.assign(values[key])
+
+
+def k2w_right_assign_then_raise(ckpt_path, model):
+    """Literal reading of the prompt: restore what pairs up, then raise if anything did not."""
+    reader = tf.train.load_checkpoint(ckpt_path)
+    shapes = reader.get_variable_to_shape_map()
+    key_map = keras2_key_map(ckpt_path, model)
+    paired = set()
+    for key, variable in key_map.items():
+        if key in shapes and tuple(shapes[key]) == tuple(variable.shape):
+            variable.assign(reader.get_tensor(key))
+            paired.add(key)
+    lonely = [v.path for v in model.weights if not any(v is key_map[k] for k in paired)]
+    lonely += sorted(_weight_keys(reader) - paired)
+    if lonely:
+        raise RuntimeError(f"without a partner: {lonely}")
+
+
+@pytest.mark.parametrize("answer", marked([
+    k2w_checkpoint_restore, k2w_checkpoint_root_restore, k2w_trainable_only, k2w_lenient,
+    k2w_only_model_side_strict, k2w_optimizer_counts_as_extra, k2w_pairs_by_shape, k2w_converts_in_place,
+    k2w_warns_instead, k2w_strict_false, k2w_hand_numbered_every_layer, k2w_sorted_zip, k2w_load_weights,
+], KNOWN_10))
+def test_attack_load_keras2_weights_rejects(answer, in_tmp):
+    rejected(ex10.check_load_keras2_weights, answer)
+
+
+def k2w_right_by_hand_value_error(ckpt_path, model):
+    try:
+        k2w_right_by_hand(ckpt_path, model)
+    except KeyError as error:
+        raise ValueError(*error.args) from None
+
+
+def k2w_right_assign_then_raise_value_error(ckpt_path, model):
+    try:
+        k2w_right_assign_then_raise(ckpt_path, model)
+    except RuntimeError as error:
+        raise ValueError(*error.args) from None
+
+
+@pytest.mark.parametrize("answer", marked([
+    k2w_right_report, k2w_right_by_hand, k2w_right_assign_then_raise, k2w_right_by_hand_value_error,
+    k2w_right_assign_then_raise_value_error,
+], KNOWN_10))
+def test_attack_load_keras2_weights_accepts(answer, in_tmp):
+    accepted(ex10.check_load_keras2_weights, answer)
+
+
+# --------------------------------------------------------------------------- 10.3 attack
+
+SUFFIX = "/.ATTRIBUTES/VARIABLE_VALUE"
+
+
+def _k2k_numbered(layers, variables=lambda layer: layer.weights, start=0, key=None):
+    key = key or (lambda n, layer, v: f"layer_with_weights-{n}/{v.name}{SUFFIX}")
+    result, n = {}, start
+    for layer in layers:
+        chosen = variables(layer)
+        if not chosen:
+            continue
+        for v in chosen:
+            result[key(n, layer, v)] = v
+        n += 1
+    return result
+
+
+def k2k_every_layer(model):
+    return _k2_keys_every_layer(model)
+
+
+def k2k_trainable_layers_only(model):
+    return _k2k_numbered(model.layers, variables=lambda layer: layer.weights if layer.trainable_weights else [])
+
+
+def k2k_trainable_variables_only(model):
+    return _k2k_numbered(model.layers, variables=lambda layer: layer.trainable_weights)
+
+
+def k2k_paths(model):
+    return _k2k_numbered(model.layers, key=lambda n, layer, v: f"layer_with_weights-{n}/{v.path}{SUFFIX}")
+
+
+def k2k_no_suffix(model):
+    return _k2k_numbered(model.layers, key=lambda n, layer, v: f"layer_with_weights-{n}/{v.name}")
+
+
+def k2k_from_one(model):
+    return _k2k_numbered(model.layers, start=1)
+
+
+def k2k_values_not_variables(model):
+    return {key: v.numpy() for key, v in _k2k_numbered(model.layers).items()}
+
+
+def k2k_reversed(model):
+    return {v.path: key for key, v in _k2k_numbered(model.layers).items()}
+
+
+def k2k_layer_names(model):
+    return _k2k_numbered(model.layers, key=lambda n, layer, v: f"{layer.name}/{v.name}{SUFFIX}")
+
+
+def k2k_layer_prefix(model):
+    return _k2k_numbered(model.layers, key=lambda n, layer, v: f"layer-{n}/{v.name}{SUFFIX}")
+
+
+def k2k_numbered_per_variable(model):
+    return {f"layer_with_weights-{i}/{v.name}{SUFFIX}": v for i, v in enumerate(model.weights)}
+
+
+def k2k_skips_frozen_layers(model):
+    return _k2k_numbered([layer for layer in model.layers if layer.trainable])
+
+
+def k2k_layer_variables(model):
+    """`layer.variables` also holds a Dropout's seed state, which Keras 2 never saved."""
+    keys, index = {}, 0
+    for layer in model.layers:
+        if len(layer.variables) == 0:
+            continue
+        keys.update({"layer_with_weights-%d/%s/.ATTRIBUTES/VARIABLE_VALUE" % (index, v.name): v
+                     for v in layer.variables})
+        index += 1
+    return keys
+
+
+def k2k_right_counter(model):
+    keys, index = {}, 0
+    for layer in model.layers:
+        if len(layer.weights) == 0:
+            continue
+        keys.update({"layer_with_weights-%d/%s/.ATTRIBUTES/VARIABLE_VALUE" % (index, v.name): v
+                     for v in layer.weights})
+        index += 1
+    return keys
+
+
+def k2k_right_enumerate_filtered(model):
+    with_weights = [layer for layer in model.layers if layer.weights]
+    return {"/".join([f"layer_with_weights-{n}", v.name, ".ATTRIBUTES", "VARIABLE_VALUE"]): v
+            for n, layer in enumerate(with_weights) for v in layer.weights}
+
+
+def k2k_right_itertools(model):
+    import itertools
+
+    counter = itertools.count()
+    pairs = []
+    for layer in model.layers:
+        if layer.weights:
+            n = next(counter)
+            pairs += [(f"layer_with_weights-{n}/{v.name}/.ATTRIBUTES/VARIABLE_VALUE", v) for v in layer.weights]
+    return dict(pairs)
+
+
+@pytest.mark.parametrize("answer", marked([
+    k2k_every_layer, k2k_trainable_layers_only, k2k_trainable_variables_only, k2k_paths, k2k_no_suffix, k2k_from_one,
+    k2k_values_not_variables, k2k_reversed, k2k_layer_names, k2k_layer_prefix, k2k_numbered_per_variable,
+    k2k_skips_frozen_layers, k2k_layer_variables,
+], KNOWN_10))
+def test_attack_keras2_keys_rejects(answer, in_tmp):
+    rejected(ex10.check_keras2_keys, answer)
+
+
+@pytest.mark.parametrize("answer", marked([
+    k2k_right_counter, k2k_right_enumerate_filtered, k2k_right_itertools,
+], KNOWN_10))
+def test_attack_keras2_keys_accepts(answer, in_tmp):
+    accepted(ex10.check_keras2_keys, answer)

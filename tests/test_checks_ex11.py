@@ -436,3 +436,623 @@ def test_ema_predictions_rejects(answer, words):
 def test_ema_predictions_not_done():
     with pytest.raises(ExerciseNotDone):
         ex11.check_ema_predictions(not_done)
+
+
+# =========================================================================== Written from the prompt alone (VERIFY.md part 2)
+# Wrong answers a learner would write, and right ones written differently from the reference,
+# from the exercise prompts alone, before reading helpers/checks/ex11.py. Every run is bounded
+# by a watchdog and must take under 20 s; every hint must be short and free of temporary paths.
+
+import glob  # noqa: E402
+import math  # noqa: E402
+import tempfile  # noqa: E402
+
+from tests.attack_harness import accepted, marked, rejected  # noqa: E402
+
+FALSE_PASS = "check accepts this wrong answer: "
+GENERIC_HINT = "hint: over 300 characters, generic 'read the message, fix that line'"
+# What today's check gets wrong (strict xfails: remove an entry when its check is fixed).
+KNOWN_11: dict[str, str] = {
+    "tc_model_optimizer_attribute": GENERIC_HINT + " (model.optimizer of an uncompiled model)",
+    "tc_optimizer_variables_list": FALSE_PASS + "saves optimizer.variables (a list), which restores only into an "
+                                   "already-built optimizer",
+    "mp_interval_without_counter": GENERIC_HINT + " (checkpoint_interval without step_counter)",
+    "ss_save_returns_prefix": "hint: quotes the check's temporary path",
+    "tt_lexicographic_newest": FALSE_PASS + "newest checkpoint by sorted file name (ckpt-9 after ckpt-10)",
+    "ema_attack_training_true": FALSE_PASS + "model(x, training=True) (no Dropout/BatchNorm in the fixture)",
+    "ema_attack_squeezed": FALSE_PASS + "np.squeeze of the predictions",
+    "ema_attack_all_variables": FALSE_PASS + "finalize_variable_values(model.variables) (no non-trainable state)",
+    "ema_attack_averages_in_optimizer_order": FALSE_PASS + "averages zipped with model.weights (no non-trainable "
+                                              "weights in the fixture)",
+}
+
+
+@pytest.fixture
+def in_tmp(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+# --------------------------------------------------------------------------- 11.1 attack
+
+
+def tc_no_seeds(model, optimizer, step, generator, iterator):
+    return tf.train.Checkpoint(model=model, optimizer=optimizer, step=step, generator=generator, iterator=iterator)
+
+
+def tc_no_optimizer(model, optimizer, step, generator, iterator):
+    return tf.train.Checkpoint(model=model, step=step, generator=generator, iterator=iterator,
+                               seeds=untracked_variables(model))
+
+
+def tc_no_iterator(model, optimizer, step, generator, iterator):
+    return tf.train.Checkpoint(model=model, optimizer=optimizer, step=step, generator=generator,
+                               seeds=untracked_variables(model))
+
+
+def tc_no_generator(model, optimizer, step, generator, iterator):
+    return tf.train.Checkpoint(model=model, optimizer=optimizer, step=step, iterator=iterator,
+                               seeds=untracked_variables(model))
+
+
+def tc_no_step(model, optimizer, step, generator, iterator):
+    return tf.train.Checkpoint(model=model, optimizer=optimizer, generator=generator, iterator=iterator,
+                               seeds=untracked_variables(model))
+
+
+def tc_trainable_weights_only(model, optimizer, step, generator, iterator):
+    return tf.train.Checkpoint(weights=model.trainable_variables, optimizer=optimizer, step=step,
+                               generator=generator, iterator=iterator, seeds=untracked_variables(model))
+
+
+def tc_first_dropout_only(model, optimizer, step, generator, iterator):
+    dropouts = [layer for layer in model.layers if isinstance(layer, keras.layers.Dropout)]
+    return tf.train.Checkpoint(model=model, optimizer=optimizer, step=step, generator=generator, iterator=iterator,
+                               seed=dropouts[0].seed_generator.state)
+
+
+def tc_step_copied(model, optimizer, step, generator, iterator):
+    return tf.train.Checkpoint(model=model, optimizer=optimizer, step=tf.Variable(step), generator=generator,
+                               iterator=iterator, seeds=untracked_variables(model))
+
+
+def tc_model_optimizer_attribute(model, optimizer, step, generator, iterator):
+    return tf.train.Checkpoint(model=model, optimizer=model.optimizer, step=step, generator=generator,
+                               iterator=iterator, seeds=untracked_variables(model))
+
+
+def tc_optimizer_variables_list(model, optimizer, step, generator, iterator):
+    return tf.train.Checkpoint(model=model, optimizer_state=optimizer.variables, step=step, generator=generator,
+                               iterator=iterator, seeds=untracked_variables(model))
+
+
+def tc_seed_values_copied(model, optimizer, step, generator, iterator):
+    """The seed states as new variables holding a copy of their values (restore writes into the copies)."""
+    copies = [tf.Variable(v.numpy()) for v in untracked_variables(model)]
+    return tf.train.Checkpoint(model=model, optimizer=optimizer, step=step, generator=generator, iterator=iterator,
+                               seeds=copies)
+
+
+def tc_right_non_trainable(model, optimizer, step, generator, iterator):
+    return tf.train.Checkpoint(model=model, optimizer=optimizer, step=step, generator=generator, iterator=iterator,
+                               extra=list(model.non_trainable_variables))
+
+
+def tc_right_seed_generators_by_hand(model, optimizer, step, generator, iterator):
+    states = {}
+    for index, layer in enumerate(model._flatten_layers()):
+        seed_generator = getattr(layer, "seed_generator", None)
+        if seed_generator is not None:
+            states[f"layer_{index}"] = seed_generator.state
+    return tf.train.Checkpoint(net=model, opt=optimizer, counter=step, rng=generator, data=iterator,
+                               dropout_seeds=states)
+
+
+def tc_right_all_model_variables(model, optimizer, step, generator, iterator):
+    return tf.train.Checkpoint(model=model, optimizer=optimizer, step=step, generator=generator, iterator=iterator,
+                               every_model_variable=list(model.variables))
+
+
+@pytest.mark.parametrize("answer", marked([
+    tc_no_seeds, tc_no_optimizer, tc_no_iterator, tc_no_generator, tc_no_step, tc_trainable_weights_only,
+    tc_first_dropout_only, tc_step_copied, tc_model_optimizer_attribute, tc_optimizer_variables_list,
+    tc_seed_values_copied,
+], KNOWN_11))
+def test_attack_training_checkpoint_rejects(answer, in_tmp):
+    rejected(ex11.check_training_checkpoint, answer)
+
+
+@pytest.mark.parametrize("answer", marked([
+    tc_right_non_trainable, tc_right_seed_generators_by_hand, tc_right_all_model_variables,
+], KNOWN_11))
+def test_attack_training_checkpoint_accepts(answer, in_tmp):
+    accepted(ex11.check_training_checkpoint, answer)
+
+
+# --------------------------------------------------------------------------- 11.2 attack
+
+CM = tf.train.CheckpointManager
+
+
+def mp_default_keep(checkpoint, directory, step):
+    return CM(checkpoint, directory, max_to_keep=5, step_counter=step, checkpoint_interval=10)
+
+
+def mp_no_interval(checkpoint, directory, step):
+    return CM(checkpoint, directory, max_to_keep=3)
+
+
+def mp_interval_without_counter(checkpoint, directory, step):
+    return CM(checkpoint, directory, max_to_keep=3, checkpoint_interval=10)
+
+
+def mp_interval_one(checkpoint, directory, step):
+    return CM(checkpoint, directory, max_to_keep=3, step_counter=step, checkpoint_interval=1)
+
+
+def mp_hours_instead(checkpoint, directory, step):
+    return CM(checkpoint, directory, max_to_keep=3, keep_checkpoint_every_n_hours=10)
+
+
+def mp_counter_copied(checkpoint, directory, step):
+    return CM(checkpoint, directory, max_to_keep=3, step_counter=tf.Variable(step), checkpoint_interval=10)
+
+
+def mp_keep_all(checkpoint, directory, step):
+    return CM(checkpoint, directory, max_to_keep=None, step_counter=step, checkpoint_interval=10)
+
+
+def mp_interval_nine(checkpoint, directory, step):
+    return CM(checkpoint, directory, max_to_keep=3, step_counter=step, checkpoint_interval=9)
+
+
+def mp_interval_eleven(checkpoint, directory, step):
+    return CM(checkpoint, directory, max_to_keep=3, step_counter=step, checkpoint_interval=11)
+
+
+def mp_notebook_values(checkpoint, directory, step):
+    return CM(checkpoint, directory, max_to_keep=2, step_counter=step, checkpoint_interval=5)
+
+
+def mp_new_checkpoint_of_step(checkpoint, directory, step):
+    return CM(tf.train.Checkpoint(step=step), directory, max_to_keep=3, step_counter=step, checkpoint_interval=10)
+
+
+def mp_hard_coded_folder(checkpoint, directory, step):
+    return CM(checkpoint, os.path.join(tempfile.gettempdir(), "ckpts"), max_to_keep=3, step_counter=step,
+              checkpoint_interval=10)
+
+
+def mp_keep_one(checkpoint, directory, step):
+    return CM(checkpoint, directory, max_to_keep=1, step_counter=step, checkpoint_interval=10)
+
+
+def mp_right_positional_and_name(checkpoint, directory, step):
+    return CM(checkpoint, directory, 3, checkpoint_name="state", step_counter=step, checkpoint_interval=10)
+
+
+def mp_right_fspath(checkpoint, directory, step):
+    return tf.train.CheckpointManager(checkpoint=checkpoint, directory=os.fspath(directory), checkpoint_interval=10,
+                                      step_counter=step, max_to_keep=3, keep_checkpoint_every_n_hours=None)
+
+
+def mp_right_subclass(checkpoint, directory, step):
+    class Policy(tf.train.CheckpointManager):
+        """The same policy, as a class of its own."""
+
+    return Policy(checkpoint, directory, max_to_keep=3, step_counter=step, checkpoint_interval=10)
+
+
+@pytest.mark.parametrize("answer", marked([
+    mp_default_keep, mp_no_interval, mp_interval_without_counter, mp_interval_one, mp_hours_instead,
+    mp_counter_copied, mp_keep_all, mp_interval_nine, mp_interval_eleven, mp_notebook_values,
+    mp_new_checkpoint_of_step, mp_hard_coded_folder, mp_keep_one,
+], KNOWN_11))
+def test_attack_make_policy_rejects(answer, in_tmp):
+    rejected(ex11.check_make_policy, answer)
+
+
+@pytest.mark.parametrize("answer", marked([
+    mp_right_positional_and_name, mp_right_fspath, mp_right_subclass,
+], KNOWN_11))
+def test_attack_make_policy_accepts(answer, in_tmp):
+    accepted(ex11.check_make_policy, answer)
+
+
+# --------------------------------------------------------------------------- 11.3 attack
+
+
+def _sharded_write(checkpoint, prefix, size):
+    policy = tf.train.experimental.MaxShardSizePolicy(max_shard_size=size)
+    return checkpoint.write(prefix, options=tf.train.CheckpointOptions(experimental_sharding_callback=policy))
+
+
+def ss_kib(checkpoint, prefix, max_shard_mib):
+    return _sharded_write(checkpoint, prefix, int(max_shard_mib * 1024))
+
+
+def ss_bytes_unconverted(checkpoint, prefix, max_shard_mib):
+    return _sharded_write(checkpoint, prefix, max_shard_mib)
+
+
+def ss_int_truncates_fraction(checkpoint, prefix, max_shard_mib):
+    return _sharded_write(checkpoint, prefix, int(max_shard_mib) * 2**20)
+
+
+def ss_right_float_bytes(checkpoint, prefix, max_shard_mib):
+    """A float byte count (not rounded): MaxShardSizePolicy takes it."""
+    return _sharded_write(checkpoint, prefix, max_shard_mib * 2**20)
+
+
+def ss_no_sharding(checkpoint, prefix, max_shard_mib):
+    return checkpoint.write(prefix)
+
+
+def ss_ceil(checkpoint, prefix, max_shard_mib):
+    return _sharded_write(checkpoint, prefix, math.ceil(max_shard_mib) * 2**20)
+
+
+def ss_gib(checkpoint, prefix, max_shard_mib):
+    return _sharded_write(checkpoint, prefix, int(max_shard_mib * 2**30))
+
+
+def ss_bits(checkpoint, prefix, max_shard_mib):
+    return _sharded_write(checkpoint, prefix, int(max_shard_mib * 2**20 * 8))
+
+
+def ss_save_returns_prefix(checkpoint, prefix, max_shard_mib):
+    policy = tf.train.experimental.MaxShardSizePolicy(max_shard_size=int(max_shard_mib * 2**20))
+    checkpoint.save(prefix, options=tf.train.CheckpointOptions(experimental_sharding_callback=policy))
+    return prefix
+
+
+def ss_returns_nothing(checkpoint, prefix, max_shard_mib):
+    _sharded_write(checkpoint, prefix, int(max_shard_mib * 2**20))
+
+
+def ss_right_root_wrapped(checkpoint, prefix, max_shard_mib):
+    """`root=` is Checkpoint's special argument: the keys stay those of `checkpoint` (verified)."""
+    return _sharded_write(tf.train.Checkpoint(root=checkpoint), prefix, int(max_shard_mib * 2**20))
+
+
+def ss_by_task(checkpoint, prefix, max_shard_mib):
+    return checkpoint.write(prefix, options=tf.train.CheckpointOptions(
+        experimental_sharding_callback=tf.train.experimental.ShardByTaskPolicy()))
+
+
+def ss_decimal_megabytes_times_ten(checkpoint, prefix, max_shard_mib):
+    return _sharded_write(checkpoint, prefix, int(max_shard_mib * 10**7))
+
+
+def ss_right_save(checkpoint, prefix, max_shard_mib):
+    policy = tf.train.experimental.MaxShardSizePolicy(max_shard_size=int(max_shard_mib * 2**20))
+    return checkpoint.save(prefix, options=tf.train.CheckpointOptions(experimental_sharding_callback=policy))
+
+
+def ss_right_shift(checkpoint, prefix, max_shard_mib):
+    limit = math.floor(max_shard_mib * (1 << 20))
+    options = tf.train.CheckpointOptions(
+        experimental_sharding_callback=tf.train.experimental.MaxShardSizePolicy(limit))
+    path = checkpoint.write(file_prefix=os.fspath(prefix), options=options)
+    return path
+
+
+def ss_right_decimal_megabytes(checkpoint, prefix, max_shard_mib):
+    """10**6 bytes is less than a MiB: smaller shards, still at most max_shard_mib MiB each."""
+    return _sharded_write(checkpoint, prefix, int(max_shard_mib * 10**6))
+
+
+SS_WRONG = [
+    ss_kib, ss_bytes_unconverted, ss_int_truncates_fraction, ss_no_sharding, ss_ceil, ss_gib,
+    ss_bits, ss_save_returns_prefix, ss_returns_nothing, ss_by_task,
+    ss_decimal_megabytes_times_ten,
+]
+
+
+# Each ran past the 90 s watchdog (about 100 s per run, measured on this machine's 2 shared cores).
+HANGS_11 = {
+    "ss_kib": "max_shard_mib * 1024 bytes (KiB for MiB): shards smaller than a slice; over 90 s",
+    "ss_bytes_unconverted": "max_shard_mib passed as bytes (a fraction of a byte); over 90 s",
+    "ss_int_truncates_fraction": "int(max_shard_mib) * 2**20 is 0 for a fractional limit; over 90 s",
+}
+
+
+@pytest.mark.parametrize("answer", marked(SS_WRONG, KNOWN_11, HANGS_11))
+def test_attack_save_sharded_rejects(answer, in_tmp):
+    rejected(ex11.check_save_sharded, answer)
+
+
+@pytest.mark.parametrize("answer", marked([ss_right_save, ss_right_shift, ss_right_decimal_megabytes, ss_right_float_bytes,
+                                         ss_right_root_wrapped],
+                                        KNOWN_11))
+def test_attack_save_sharded_accepts(answer, in_tmp):
+    accepted(ex11.check_save_sharded, answer)
+
+
+# --------------------------------------------------------------------------- 11.4 attack
+
+
+def _loop(step, train_step, total_steps, save):
+    while int(step) < total_steps:
+        train_step()
+        step.assign_add(1)
+        save()
+
+
+def tt_no_restore(make_state, directory, total_steps):
+    checkpoint, step, train_step = make_state()
+    manager = CM(checkpoint, directory, max_to_keep=2)
+    _loop(step, train_step, total_steps, manager.save)
+    return checkpoint
+
+
+def tt_range_total(make_state, directory, total_steps):
+    checkpoint, step, train_step = make_state()
+    manager = CM(checkpoint, directory, max_to_keep=2)
+    checkpoint.restore(manager.latest_checkpoint)
+    for _ in range(total_steps):
+        train_step()
+        step.assign_add(1)
+        manager.save()
+    return checkpoint
+
+
+def tt_save_at_end_only(make_state, directory, total_steps):
+    checkpoint, step, train_step = make_state()
+    manager = CM(checkpoint, directory, max_to_keep=2)
+    checkpoint.restore(manager.latest_checkpoint)
+    _loop(step, train_step, total_steps, lambda: None)
+    manager.save()
+    return checkpoint
+
+
+def tt_keep_five(make_state, directory, total_steps):
+    checkpoint, step, train_step = make_state()
+    manager = CM(checkpoint, directory, max_to_keep=5)
+    checkpoint.restore(manager.latest_checkpoint)
+    _loop(step, train_step, total_steps, manager.save)
+    return checkpoint
+
+
+def tt_keep_one(make_state, directory, total_steps):
+    checkpoint, step, train_step = make_state()
+    manager = CM(checkpoint, directory, max_to_keep=1)
+    checkpoint.restore(manager.latest_checkpoint)
+    _loop(step, train_step, total_steps, manager.save)
+    return checkpoint
+
+
+def tt_save_before_step(make_state, directory, total_steps):
+    checkpoint, step, train_step = make_state()
+    manager = CM(checkpoint, directory, max_to_keep=2)
+    checkpoint.restore(manager.latest_checkpoint)
+    while int(step) < total_steps:
+        manager.save()
+        train_step()
+        step.assign_add(1)
+    return checkpoint
+
+
+def tt_lexicographic_newest(make_state, directory, total_steps):
+    checkpoint, step, train_step = make_state()
+    manager = CM(checkpoint, directory, max_to_keep=2)
+    indexes = sorted(glob.glob(os.path.join(directory, "*.index")))
+    if indexes:
+        checkpoint.restore(indexes[-1][: -len(".index")])
+    _loop(step, train_step, total_steps, manager.save)
+    return checkpoint
+
+
+def tt_save_without_manager(make_state, directory, total_steps):
+    checkpoint, step, train_step = make_state()
+    latest = tf.train.latest_checkpoint(directory)
+    if latest:
+        checkpoint.restore(latest)
+    _loop(step, train_step, total_steps, lambda: checkpoint.save(os.path.join(directory, "ckpt")))
+    return checkpoint
+
+
+def tt_one_fixed_file(make_state, directory, total_steps):
+    checkpoint, step, train_step = make_state()
+    prefix = os.path.join(directory, "latest")
+    if os.path.exists(prefix + ".index"):
+        checkpoint.read(prefix)
+    _loop(step, train_step, total_steps, lambda: checkpoint.write(prefix))
+    return checkpoint
+
+
+def tt_oldest_checkpoint(make_state, directory, total_steps):
+    checkpoint, step, train_step = make_state()
+    manager = CM(checkpoint, directory, max_to_keep=2)
+    if manager.checkpoints:
+        checkpoint.restore(manager.checkpoints[0])
+    _loop(step, train_step, total_steps, manager.save)
+    return checkpoint
+
+
+def tt_returns_manager(make_state, directory, total_steps):
+    checkpoint, step, train_step = make_state()
+    manager = CM(checkpoint, directory, max_to_keep=2)
+    checkpoint.restore(manager.latest_checkpoint)
+    _loop(step, train_step, total_steps, manager.save)
+    return manager
+
+
+def tt_fresh_state_returned(make_state, directory, total_steps):
+    """Trains on one state, then returns the checkpoint of a second, fresh one."""
+    checkpoint, step, train_step = make_state()
+    manager = CM(checkpoint, directory, max_to_keep=2)
+    checkpoint.restore(manager.latest_checkpoint)
+    _loop(step, train_step, total_steps, manager.save)
+    return make_state()[0]
+
+
+def tt_right_restore_or_initialize(make_state, directory, total_steps):
+    checkpoint, step, train_step = make_state()
+    manager = tf.train.CheckpointManager(checkpoint, directory, max_to_keep=2)
+    manager.restore_or_initialize()
+    while step.numpy() < total_steps:
+        train_step()
+        step.assign(step + 1)
+        manager.save(checkpoint_number=step)
+    return checkpoint
+
+
+def tt_right_latest_checkpoint(make_state, directory, total_steps):
+    checkpoint, step, train_step = make_state()
+    newest = tf.train.latest_checkpoint(directory)
+    if newest is not None:
+        checkpoint.restore(newest).assert_existing_objects_matched()
+    manager = tf.train.CheckpointManager(checkpoint, directory=directory, max_to_keep=2, checkpoint_name="step")
+    for _ in range(int(step), total_steps):
+        train_step()
+        step.assign_add(1)
+        manager.save()
+    return checkpoint
+
+
+def tt_right_recipe(make_state, directory, total_steps):
+    checkpoint, step, train_step = make_state()
+    train_resumably(checkpoint, step, train_step, directory, total_steps, max_to_keep=2)
+    return checkpoint
+
+
+@pytest.mark.parametrize("answer", marked([
+    tt_no_restore, tt_range_total, tt_save_at_end_only, tt_keep_five, tt_keep_one, tt_save_before_step,
+    tt_lexicographic_newest, tt_save_without_manager, tt_one_fixed_file, tt_oldest_checkpoint, tt_returns_manager,
+    tt_fresh_state_returned,
+], KNOWN_11))
+def test_attack_train_to_rejects(answer, in_tmp):
+    rejected(ex11.check_train_to, answer)
+
+
+@pytest.mark.parametrize("answer", marked([
+    tt_right_restore_or_initialize, tt_right_latest_checkpoint, tt_right_recipe,
+], KNOWN_11))
+def test_attack_train_to_accepts(answer, in_tmp):
+    accepted(ex11.check_train_to, answer)
+
+
+# --------------------------------------------------------------------------- 11.5 attack
+
+
+def _with_ema(model, optimizer, predict, keep=lambda m: [v.numpy().copy() for v in m.trainable_variables],
+              put_back=True):
+    kept = keep(model)
+    optimizer.finalize_variable_values(model.trainable_variables)
+    result = predict(model)
+    if put_back:
+        for variable, value in zip(model.trainable_variables, kept):
+            variable.assign(value)
+    return result
+
+
+def ema_attack_no_put_back(model, optimizer, x):
+    return _with_ema(model, optimizer, lambda m: m.predict(x, verbose=0), put_back=False)
+
+
+def ema_attack_trained_weights(model, optimizer, x):
+    return model.predict(x, verbose=0)
+
+
+def ema_attack_training_true(model, optimizer, x):
+    return _with_ema(model, optimizer, lambda m: m(x, training=True).numpy())
+
+
+def ema_attack_live_list(model, optimizer, x):
+    return _with_ema(model, optimizer, lambda m: m.predict(x, verbose=0), keep=lambda m: list(m.trainable_variables))
+
+
+def ema_attack_value_attribute(model, optimizer, x):
+    return _with_ema(model, optimizer, lambda m: m.predict(x, verbose=0),
+                     keep=lambda m: [v.value for v in m.trainable_variables])
+
+
+def ema_attack_tensor(model, optimizer, x):
+    return _with_ema(model, optimizer, lambda m: m(x, training=False))
+
+
+def ema_attack_list(model, optimizer, x):
+    return _with_ema(model, optimizer, lambda m: m.predict(x, verbose=0).tolist())
+
+
+def ema_attack_squeezed(model, optimizer, x):
+    return _with_ema(model, optimizer, lambda m: np.squeeze(m.predict(x, verbose=0)))
+
+
+def ema_attack_all_variables(model, optimizer, x):
+    kept = [v.numpy().copy() for v in model.variables]
+    optimizer.finalize_variable_values(model.variables)
+    result = model.predict(x, verbose=0)
+    for variable, value in zip(model.variables, kept):
+        variable.assign(value)
+    return result
+
+
+def ema_right_finalize_a_clone(model, optimizer, x):
+    """The clone's variables have the same paths, so the optimizer finds their averages; the model is untouched."""
+    copy = keras.models.clone_model(model)
+    copy.set_weights(model.get_weights())
+    optimizer.finalize_variable_values(copy.trainable_variables)
+    return copy.predict(x, verbose=0)
+
+
+def ema_attack_first_layer_only(model, optimizer, x):
+    first = model.layers[0].trainable_variables
+    return _with_ema(model, optimizer, lambda m: m.predict(x, verbose=0),
+                     keep=lambda m: [v.numpy().copy() for v in first])
+
+
+def ema_attack_averages_in_optimizer_order(model, optimizer, x):
+    """Pairs the averages with the model's weights (non-trainable included) in list order."""
+    averages = [v for v in optimizer.variables if "average" in v.path]
+    kept = model.get_weights()
+    for variable, average in zip(model.weights, averages):
+        variable.assign(average)
+    result = model.predict(x, verbose=0)
+    model.set_weights(kept)
+    return result
+
+
+def ema_right_try_finally(model, optimizer, x):
+    trained = [v.numpy().copy() for v in model.trainable_variables]
+    try:
+        optimizer.finalize_variable_values(model.trainable_variables)
+        return np.asarray(model(x, training=False))
+    finally:
+        for variable, value in zip(model.trainable_variables, trained):
+            variable.assign(value)
+
+
+def ema_right_clone_with_averages(model, optimizer, x):
+    averages = {id(var): avg for var, avg in zip(
+        optimizer._trainable_variables, [v for v in optimizer.variables if v.path.endswith("_average")])}
+    copy = keras.models.clone_model(model)
+    copy.build(model.inputs[0].shape if model.inputs else x.shape)
+    for mine, theirs in zip(copy.weights, model.weights):
+        mine.assign(averages[id(theirs)] if id(theirs) in averages else theirs)
+    return copy.predict(x, verbose=0)
+
+
+def ema_right_get_weights_copy(model, optimizer, x):
+    saved = model.get_weights()
+    optimizer.finalize_variable_values(model.trainable_variables)
+    predictions = model.predict(x, batch_size=len(x), verbose=0)
+    model.set_weights(saved)
+    return predictions
+
+
+@pytest.mark.parametrize("answer", marked([
+    ema_attack_no_put_back, ema_attack_trained_weights, ema_attack_training_true, ema_attack_live_list,
+    ema_attack_value_attribute, ema_attack_tensor, ema_attack_list, ema_attack_squeezed, ema_attack_all_variables,
+    ema_attack_first_layer_only, ema_attack_averages_in_optimizer_order,
+], KNOWN_11))
+def test_attack_ema_predictions_rejects(answer, in_tmp):
+    rejected(ex11.check_ema_predictions, answer)
+
+
+@pytest.mark.parametrize("answer", marked([
+    ema_right_try_finally, ema_right_clone_with_averages, ema_right_get_weights_copy, ema_right_finalize_a_clone,
+], KNOWN_11))
+def test_attack_ema_predictions_accepts(answer, in_tmp):
+    accepted(ex11.check_ema_predictions, answer)
