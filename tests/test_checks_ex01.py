@@ -316,7 +316,6 @@ HOLES = {
     "save_trainable_with_step": "check accepts this wrong answer: saves at prefix-N, not at prefix",
     "save_trainable_with_extension": "check accepts this wrong answer: saves at prefix.ckpt, not at prefix",
     "save_trainable_initial_values": "check accepts this wrong answer: assigns initial_value before saving",
-    "save_trainable_updating_state_file": "check accepts this wrong answer: writes/changes the checkpoint state file",
     "without_scope_fresh_session": "check accepts this wrong answer: saves a fresh session (values equal initial ones)",
     "moved_newest_by_mtime": "check accepts this wrong answer: newest by file time",
     "moved_returns_numpy_step": "check accepts this wrong answer: returns numpy int64, not int",
@@ -492,6 +491,8 @@ def save_trainable_forget_return(sess, prefix):
         V1.train.Saver(_trainable(sess)).save(sess, prefix, write_meta_graph=False, write_state=False)
 
 
+# Not listed as wrong: the reference solution also writes the `checkpoint` state file, although the
+# prompt says "changes no other file in the folder" (the fixture has no earlier state file).
 def save_trainable_updating_state_file(sess, prefix):
     with sess.graph.as_default():
         return V1.train.Saver(_trainable(sess)).save(sess, prefix, write_meta_graph=False)
@@ -525,7 +526,6 @@ WRONG_01_2 = [
     save_everything, save_trainable_with_meta, save_all_but_global_step, save_trainable_from_fresh_session,
     save_trainable_with_step, save_trainable_with_extension, save_trainable_keyed_by_tensor_name,
     save_only_kernels, save_trainable_initial_values, save_trainable_forget_return,
-    save_trainable_updating_state_file,
 ]
 
 
