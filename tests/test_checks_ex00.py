@@ -537,3 +537,407 @@ def test_00_3_the_default_graph():
 
     with pytest.raises(CheckFailed, match="in the default graph"):
         check_initial_weights(default_graph)
+
+
+# ===========================================================================
+# Written from the prompt alone (VERIFY.md part 2)
+# Wrong answers a learner would write, and correct alternatives, written before the checks were
+# read. A test marked xfail(strict=True) is a hole in today's check: remove the entry from HOLES
+# when the check is fixed.
+
+import functools  # noqa: E402
+import pydoc  # noqa: E402
+
+from helpers.checks import ex00  # noqa: E402
+from tests.attack_support import cases, passes, rejects  # noqa: E402
+
+# Today's check gets these wrong (xfail strict: remove an entry when the check is fixed).
+HOLES: dict[str, str] = {
+    "affine_in_one_shared_graph": "check accepts this wrong answer: one graph reused across calls",
+    "affine_reusing_a_session": "check accepts this wrong answer: graph and session reused across calls",
+    "affine_squeezed": "check accepts this wrong answer: np.squeeze (no size-1 axis in the fixture)",
+    "affine_constant_input": "check accepts this wrong answer: x as a constant, no placeholder fed",
+    "affine_float64_result": "check accepts this wrong answer: float64, not the array sess.run returned",
+    "affine_bias_as_constant": "check accepts this wrong answer: b a constant, not a variable",
+    "affine_bias_add": "check rejects this correct answer: sess.run([y]) unpacked",
+    "weights_uniform_op": "check accepts this wrong answer: no variable, a uniform op with Glorot limits",
+    "weights_with_placeholder": "check rejects this correct answer: sess.run([kernel]) unpacked",
+}
+
+
+# ----- 00.1 wrong
+
+
+def name_last_part_at_top(old):
+    last = old.split(".")[-1]
+    if hasattr(tf, last):
+        return old
+    return "tf.compat.v1." + old[3:] if hasattr(tf.compat.v1, last) else None
+
+
+def name_always_compat(old):
+    return old.replace("tf.", "tf.compat.v1.", 1)
+
+
+def name_compat_first(old):
+    moved = old.replace("tf.", "tf.compat.v1.", 1)
+    if exists(moved):
+        return moved
+    return old if exists(old) else None
+
+
+def name_from_the_table(old):
+    table = {
+        "tf.Session": "tf.compat.v1.Session", "tf.placeholder": "tf.compat.v1.placeholder",
+        "tf.train.Saver": "tf.compat.v1.train.Saver", "tf.stop_gradient": "tf.stop_gradient",
+        "tf.contrib.framework.list_variables": "tf.train.list_variables",
+    }
+    return table.get(old)
+
+
+def name_empty_string_when_gone(old):
+    if exists(old):
+        return old
+    moved = old.replace("tf.", "tf.compat.v1.", 1)
+    return moved if exists(moved) else ""
+
+
+def name_getattr_dotted(old):
+    if hasattr(tf, old[3:]):
+        return old
+    return "tf.compat.v1." + old[3:] if hasattr(tf.compat.v1, old[3:]) else None
+
+
+def name_first_part_only(old):
+    first = old.split(".")[1]
+    if first in dir(tf):
+        return old
+    return "tf.compat.v1." + old[3:] if first in dir(tf.compat.v1) else None
+
+
+def name_compat_without_check(old):
+    return old if exists(old) else old.replace("tf.", "tf.compat.v1.", 1)
+
+
+def name_returns_bool(old):
+    return exists(old) or exists(old.replace("tf.", "tf.compat.v1.", 1))
+
+
+# ----- 00.1 right
+
+
+def name_by_eval(old):
+    for candidate in (old, "tf.compat.v1." + old.removeprefix("tf.")):
+        try:
+            eval(candidate, {"tf": tf})  # noqa: S307
+        except AttributeError:
+            continue
+        return candidate
+    return None
+
+
+def name_by_reduce(old):
+    def found(name):
+        try:
+            functools.reduce(getattr, name.split(".")[1:], tf)
+        except AttributeError:
+            return False
+        return True
+
+    parts = old.split(".")
+    candidates = [old, ".".join(["tf", "compat", "v1", *parts[1:]])]
+    return next((c for c in candidates if found(c)), None)
+
+
+def name_by_pydoc(old):
+    for candidate in (old, "tf.compat.v1." + old[3:]):
+        if pydoc.locate("tensorflow" + candidate[2:]) is not None:
+            return candidate
+    return None
+
+
+@pytest.mark.parametrize("answer", cases([
+    name_last_part_at_top, name_always_compat, name_compat_first, name_from_the_table,
+    name_empty_string_when_gone, name_getattr_dotted, name_first_part_only, name_compat_without_check,
+    name_returns_bool,
+], HOLES))
+def test_00_1_prompt_only_wrong_answers_are_rejected(answer):
+    rejects(ex00.check_modern_name, answer)
+
+
+@pytest.mark.parametrize("answer", cases([name_by_eval, name_by_reduce, name_by_pydoc], HOLES))
+def test_00_1_prompt_only_right_answers_pass(answer):
+    passes(ex00.check_modern_name, answer)
+
+
+# ----- 00.2 wrong
+
+
+def affine_eager(x, w, b):
+    return (tf.matmul(tf.constant(x), tf.constant(w)) + b).numpy()
+
+
+_SHARED_GRAPH = tf.Graph()
+
+
+def affine_in_one_shared_graph(x, w, b):
+    with _SHARED_GRAPH.as_default():
+        x_in = V1.placeholder(tf.float32, shape=[None, w.shape[0]])
+        w_var = V1.Variable(w)
+        b_var = V1.Variable(b)
+        y = tf.matmul(x_in, w_var) + b_var
+        with V1.Session() as sess:
+            sess.run(V1.variables_initializer([w_var, b_var]))
+            return sess.run(y, feed_dict={x_in: x})
+
+
+_SHARED_SESSION = {}
+
+
+def affine_reusing_a_session(x, w, b):
+    if "sess" not in _SHARED_SESSION:
+        graph = tf.Graph()
+        _SHARED_SESSION["graph"], _SHARED_SESSION["sess"] = graph, V1.Session(graph=graph)
+    graph, sess = _SHARED_SESSION["graph"], _SHARED_SESSION["sess"]
+    with graph.as_default():
+        x_in = V1.placeholder(tf.float32, shape=[None, w.shape[0]])
+        w_var, b_var = V1.Variable(w), V1.Variable(b)
+        y = tf.matmul(x_in, w_var) + b_var
+        sess.run(V1.variables_initializer([w_var, b_var]))
+        return sess.run(y, feed_dict={x_in: x})
+
+
+def _affine(x, w, b, fetch=lambda y: y, with_bias=True, x_as_constant=False):
+    with tf.Graph().as_default():
+        x_in = tf.constant(x) if x_as_constant else V1.placeholder(tf.float32, shape=[None, w.shape[0]])
+        w_var = V1.get_variable("w", initializer=w)
+        b_var = V1.get_variable("b", initializer=b)
+        y = tf.matmul(x_in, w_var) + (b_var if with_bias else 0.0)
+        with V1.Session() as sess:
+            sess.run(V1.global_variables_initializer())
+            feed = {} if x_as_constant else {x_in: x}
+            return sess.run(fetch(y), feed_dict=feed)
+
+
+def affine_returns_a_list(x, w, b):
+    return _affine(x, w, b, fetch=lambda y: [y])
+
+
+def affine_returns_tolist(x, w, b):
+    return _affine(x, w, b).tolist()
+
+
+def affine_squeezed(x, w, b):
+    return np.squeeze(_affine(x, w, b))
+
+
+def affine_forgets_bias(x, w, b):
+    return _affine(x, w, b, with_bias=False)
+
+
+def affine_constant_input(x, w, b):
+    return _affine(x, w, b, x_as_constant=True)
+
+
+def affine_returns_tensor(x, w, b):
+    with tf.Graph().as_default():
+        x_in = V1.placeholder(tf.float32, shape=[None, w.shape[0]])
+        y = tf.matmul(x_in, V1.get_variable("w", initializer=w)) + V1.get_variable("b", initializer=b)
+        with V1.Session() as sess:
+            sess.run(V1.global_variables_initializer())
+            sess.run(y, feed_dict={x_in: x})
+        return y
+
+
+def affine_float64_result(x, w, b):
+    return _affine(x, w, b).astype(np.float64)
+
+
+def affine_bias_as_constant(x, w, b):
+    with tf.Graph().as_default():
+        x_in = V1.placeholder(tf.float32, shape=[None, w.shape[0]])
+        y = tf.matmul(x_in, V1.get_variable("w", initializer=w)) + tf.constant(b)
+        with V1.Session() as sess:
+            sess.run(V1.global_variables_initializer())
+            return sess.run(y, feed_dict={x_in: x})
+
+
+# ----- 00.2 right
+
+
+def affine_session_on_graph(x, w, b):
+    graph = tf.Graph()
+    with graph.as_default():
+        x_in = V1.placeholder(tf.float32, shape=x.shape, name="inputs")
+        w_var = V1.Variable(w, name="weights")
+        b_var = V1.Variable(b, name="biases")
+        y = tf.linalg.matmul(x_in, w_var) + b_var
+        init = V1.initializers.global_variables()
+    with V1.Session(graph=graph) as sess:
+        sess.run(init)
+        return sess.run(y, {x_in: x})
+
+
+def affine_fed_by_name(x, w, b):
+    with tf.Graph().as_default() as graph, V1.Session(graph=graph) as sess:
+        V1.placeholder(tf.float32, shape=[None, None], name="x")
+        y = tf.add(tf.matmul(graph.get_tensor_by_name("x:0"), V1.get_variable("w", initializer=w)),
+                   V1.get_variable("b", initializer=b), name="y")
+        sess.run(V1.global_variables_initializer())
+        return sess.run("y:0", feed_dict={"x:0": x})
+
+
+def affine_bias_add(x, w, b):
+    with tf.Graph().as_default():
+        x_in = V1.placeholder(tf.as_dtype(x.dtype), shape=[None, x.shape[1]])
+        with V1.variable_scope("layer"):
+            w_var = V1.get_variable("w", initializer=w)
+            b_var = V1.get_variable("b", initializer=b)
+        y = tf.nn.bias_add(x_in @ w_var, b_var)
+        with V1.Session() as sess:
+            sess.run([w_var.initializer, b_var.initializer])
+            (out,) = sess.run([y], feed_dict={x_in: x})
+            return out
+
+
+@pytest.mark.parametrize("answer", cases([
+    affine_eager, affine_in_one_shared_graph, affine_reusing_a_session, affine_returns_a_list,
+    affine_returns_tolist, affine_squeezed, affine_forgets_bias, affine_constant_input,
+    affine_returns_tensor, affine_float64_result, affine_bias_as_constant,
+], HOLES))
+def test_00_2_prompt_only_wrong_answers_are_rejected(answer):
+    rejects(ex00.check_affine_in_graph, answer, may_raise=True)
+
+
+@pytest.mark.parametrize("answer", cases([affine_session_on_graph, affine_fed_by_name, affine_bias_add], HOLES))
+def test_00_2_prompt_only_right_answers_pass(answer):
+    passes(ex00.check_affine_in_graph, answer)
+
+
+# ----- 00.3 wrong
+
+
+def _weights(seed, shape, before=None, set_seed=True, **kwargs):
+    with tf.Graph().as_default():
+        if set_seed:
+            V1.set_random_seed(seed)
+        if before:
+            before()
+        v = V1.get_variable("weights", shape=shape, **kwargs)
+        with V1.Session() as sess:
+            sess.run(V1.global_variables_initializer())
+            return sess.run(v)
+
+
+def weights_numpy_glorot(seed, shape):
+    limit = np.sqrt(6 / (shape[0] + shape[1]))
+    return np.random.default_rng(seed).uniform(-limit, limit, size=shape).astype(np.float32)
+
+
+def weights_random_op_first(seed, shape):
+    return _weights(seed, shape, before=lambda: tf.random.uniform([1]))
+
+
+def weights_explicit_op_seed(seed, shape):
+    return _weights(seed, shape, initializer=V1.glorot_uniform_initializer(seed=seed))
+
+
+def weights_as_list(seed, shape):
+    return _weights(seed, shape).tolist()
+
+
+def weights_float64(seed, shape):
+    return _weights(seed, shape).astype(np.float64)
+
+
+_ONE_GRAPH = tf.Graph()
+
+
+def weights_in_one_shared_graph(seed, shape):
+    with _ONE_GRAPH.as_default():
+        V1.set_random_seed(seed)
+        with V1.variable_scope(None, default_name="weights"):
+            v = V1.get_variable("w", shape=shape)
+        with V1.Session() as sess:
+            sess.run(v.initializer)
+            return sess.run(v)
+
+
+def weights_shape_swapped(seed, shape):
+    return _weights(seed, (shape[1], shape[0])).T
+
+
+def weights_uniform_op(seed, shape):
+    with tf.Graph().as_default():
+        V1.set_random_seed(seed)
+        limit = np.sqrt(6 / (shape[0] + shape[1]))
+        values = tf.random.uniform(shape, -limit, limit)
+        with V1.Session() as sess:
+            return sess.run(values)
+
+
+def weights_eager(seed, shape):
+    import keras
+
+    tf.random.set_seed(seed)
+    return keras.initializers.GlorotUniform()(shape).numpy()
+
+
+def weights_glorot_normal(seed, shape):
+    return _weights(seed, shape, initializer=V1.glorot_normal_initializer())
+
+
+def weights_float64_variable(seed, shape):
+    return _weights(seed, shape, dtype=tf.float64)
+
+
+# ----- 00.3 right
+
+
+def weights_tf_random_set_seed_in_graph(seed, shape):
+    graph = tf.Graph()
+    with graph.as_default():
+        tf.random.set_seed(seed)
+        variable = V1.get_variable("kernel", shape=list(shape))
+    with V1.Session(graph=graph) as sess:
+        sess.run(variable.initializer)
+        return sess.run(variable)
+
+
+def weights_graph_seed_attribute(seed, shape):
+    graph = tf.Graph()
+    graph.seed = seed
+    with graph.as_default():
+        variable = V1.get_variable("v", shape=shape, dtype=tf.float32)
+        init = V1.global_variables_initializer()
+        with V1.Session() as sess:
+            sess.run(init)
+            return variable.eval(session=sess)
+
+
+def weights_with_placeholder(seed, shape):
+    with tf.Graph().as_default():
+        V1.set_random_seed(seed)
+        V1.placeholder(tf.float32, [None, shape[0]], name="x")
+        with V1.variable_scope("layer"):
+            kernel = V1.get_variable("kernel", shape=tuple(shape))
+        with V1.Session() as sess:
+            sess.run(V1.initializers.global_variables())
+            (value,) = sess.run([kernel])
+            return value
+
+
+@pytest.mark.parametrize("answer", cases([
+    weights_numpy_glorot, weights_random_op_first, weights_explicit_op_seed, weights_as_list,
+    weights_float64, weights_in_one_shared_graph, weights_shape_swapped, weights_uniform_op,
+    weights_eager, weights_glorot_normal, weights_float64_variable,
+], HOLES))
+def test_00_3_prompt_only_wrong_answers_are_rejected(answer):
+    rejects(ex00.check_initial_weights, answer, may_raise=True)
+
+
+@pytest.mark.parametrize("answer", cases([
+    weights_tf_random_set_seed_in_graph, weights_graph_seed_attribute, weights_with_placeholder,
+], HOLES))
+def test_00_3_prompt_only_right_answers_pass(answer):
+    passes(ex00.check_initial_weights, answer)

@@ -288,3 +288,499 @@ def _copies_to_fix(sess, folder):
 def test_01_4_wrong_answers(wrong, error, hint):
     with pytest.raises(error, match=hint):
         ex01.check_restore_moved(wrong)
+
+
+# ===========================================================================
+# Written from the prompt alone (VERIFY.md part 2)
+# Wrong answers a learner would write, and correct alternatives, written before the checks were
+# read. A test marked xfail(strict=True) is a hole in today's check: remove the marker when fixed.
+
+import glob  # noqa: E402
+import math  # noqa: E402
+
+from google.protobuf import text_format  # noqa: E402
+from tensorflow.core.protobuf import saver_pb2  # noqa: E402,F401
+
+from tests.attack_support import cases, passes, rejects  # noqa: E402
+
+
+# Today's check gets these wrong (xfail strict: remove an entry when the check is fixed).
+HOLES = {
+    "count_floats_only": "check accepts this wrong answer: skips integer tensors (every fixture tensor is float32)",
+    "count_bytes_over_four": "check accepts this wrong answer: bytes // 4 (every fixture tensor is float32)",
+    "count_data_file_size": "check accepts this wrong answer: data file size // 4 (every fixture tensor is float32)",
+    "count_without_global_step": "check accepts this wrong answer: skips global_step (fixture has none)",
+    "count_without_optimizer_slots": "check accepts this wrong answer: skips optimizer slots (fixture has none)",
+    "count_float32_values": "check accepts this wrong answer: counts only float32 tensors",
+    "save_trainable_from_fresh_session": "check accepts this wrong answer: saves a fresh session (values equal initial ones)",
+    "save_trainable_with_step": "check accepts this wrong answer: saves at prefix-N, not at prefix",
+    "save_trainable_with_extension": "check accepts this wrong answer: saves at prefix.ckpt, not at prefix",
+    "save_trainable_initial_values": "check accepts this wrong answer: assigns initial_value before saving",
+    "without_scope_fresh_session": "check accepts this wrong answer: saves a fresh session (values equal initial ones)",
+    "moved_newest_by_mtime": "check accepts this wrong answer: newest by file time",
+    "moved_returns_numpy_step": "check accepts this wrong answer: returns numpy int64, not int",
+}
+
+
+def _reader(prefix):
+    return tf.train.load_checkpoint(os.fspath(prefix))
+
+
+# ----- 01.1 wrong
+
+
+def count_floats_only(prefix):
+    reader = _reader(prefix)
+    dtypes = reader.get_variable_to_dtype_map()
+    return sum(math.prod(shape) for key, shape in reader.get_variable_to_shape_map().items()
+               if dtypes[key].is_floating)
+
+
+def count_bytes_over_four(prefix):
+    reader = _reader(prefix)
+    return sum(reader.get_tensor(key).nbytes for key in reader.get_variable_to_shape_map()) // 4
+
+
+def count_data_file_size(prefix):
+    data = glob.glob(os.fspath(prefix) + ".data-*")
+    return sum(os.path.getsize(path) for path in data) // 4
+
+
+def count_scalars_as_zero(prefix):
+    return sum(math.prod(shape) if shape else 0 for _, shape in tf.train.list_variables(os.fspath(prefix)))
+
+
+def count_keys(prefix):
+    return len(tf.train.list_variables(os.fspath(prefix)))
+
+
+def count_without_global_step(prefix):
+    return sum(math.prod(shape) for name, shape in tf.train.list_variables(os.fspath(prefix))
+               if "global_step" not in name)
+
+
+def count_sum_of_dims(prefix):
+    return sum(sum(shape) if shape else 1 for _, shape in tf.train.list_variables(os.fspath(prefix)))
+
+
+def count_without_optimizer_slots(prefix):
+    slots = ("Adam", "Momentum", "RMSProp", "Adagrad", "optimizer", "beta1_power", "beta2_power")
+    return sum(math.prod(shape) for name, shape in tf.train.list_variables(os.fspath(prefix))
+               if not any(slot in name for slot in slots))
+
+
+def count_through_meta_graph(prefix):
+    with tf.Graph().as_default():
+        V1.train.import_meta_graph(os.fspath(prefix) + ".meta")
+        return sum(v.shape.num_elements() for v in V1.global_variables())
+
+
+def count_float32_values(prefix):
+    reader = _reader(prefix)
+    return sum(reader.get_tensor(key).size for key in reader.get_variable_to_shape_map()
+               if reader.get_tensor(key).dtype == np.float32)
+
+
+def count_in_a_tf_function(prefix):
+    @tf.function
+    def total():
+        return tf.add_n([tf.size(tf.constant(_reader(prefix).get_tensor(k)), out_type=tf.int64)
+                         for k in _reader(prefix).get_variable_to_shape_map()])
+    return int(total())
+
+
+# ----- 01.1 right
+
+
+def count_with_load_variable(prefix):
+    prefix = os.fspath(prefix)
+    return sum(np.size(tf.train.load_variable(prefix, name)) for name, _ in tf.train.list_variables(prefix))
+
+
+def count_with_new_reader(prefix):
+    reader = V1.train.NewCheckpointReader(str(prefix))
+    return int(sum(np.prod(shape, dtype=np.int64) for shape in reader.get_variable_to_shape_map().values()))
+
+
+def count_with_math_prod(prefix):
+    total = 0
+    for _, shape in tf.train.list_variables(Path(prefix).as_posix()):
+        total += math.prod(shape)
+    return total
+
+
+@pytest.mark.parametrize("answer", cases([
+    count_floats_only, count_bytes_over_four, count_data_file_size, count_scalars_as_zero, count_keys,
+    count_without_global_step, count_sum_of_dims, count_without_optimizer_slots, count_through_meta_graph,
+    count_float32_values, count_in_a_tf_function,
+], HOLES))
+def test_01_1_prompt_only_wrong_answers_are_rejected(answer):
+    rejects(ex01.check_count_parameters, answer, may_raise=answer in (count_through_meta_graph,))
+
+
+@pytest.mark.parametrize("answer", cases([count_with_load_variable, count_with_new_reader,
+                                          count_with_math_prod], HOLES))
+def test_01_1_prompt_only_right_answers_pass(answer):
+    passes(ex01.check_count_parameters, answer)
+
+
+# ----- 01.2 wrong
+
+
+def _trainable(sess):
+    return sess.graph.get_collection(V1.GraphKeys.TRAINABLE_VARIABLES)
+
+
+def save_everything(sess, prefix):
+    with sess.graph.as_default():
+        return V1.train.Saver().save(sess, prefix, write_meta_graph=False, write_state=False)
+
+
+def save_trainable_with_meta(sess, prefix):
+    with sess.graph.as_default():
+        return V1.train.Saver(_trainable(sess)).save(sess, prefix)
+
+
+def save_all_but_global_step(sess, prefix):
+    with sess.graph.as_default():
+        kept = [v for v in V1.global_variables() if "global_step" not in v.name]
+        return V1.train.Saver(kept).save(sess, prefix, write_meta_graph=False, write_state=False)
+
+
+def save_trainable_from_fresh_session(sess, prefix):
+    with sess.graph.as_default():
+        saver = V1.train.Saver(_trainable(sess))
+        with V1.Session(graph=sess.graph) as fresh:
+            fresh.run(V1.global_variables_initializer())
+            return saver.save(fresh, prefix, write_meta_graph=False, write_state=False)
+
+
+def save_trainable_with_step(sess, prefix):
+    with sess.graph.as_default():
+        return V1.train.Saver(_trainable(sess)).save(
+            sess, prefix, global_step=V1.train.get_global_step(), write_meta_graph=False, write_state=False)
+
+
+def save_trainable_with_extension(sess, prefix):
+    with sess.graph.as_default():
+        return V1.train.Saver(_trainable(sess)).save(
+            sess, prefix + ".ckpt", write_meta_graph=False, write_state=False)
+
+
+def save_trainable_keyed_by_tensor_name(sess, prefix):
+    with sess.graph.as_default():
+        saver = V1.train.Saver({v.name: v for v in _trainable(sess)})
+        return saver.save(sess, prefix, write_meta_graph=False, write_state=False)
+
+
+def save_only_kernels(sess, prefix):
+    with sess.graph.as_default():
+        kernels = [v for v in _trainable(sess) if "kernel" in v.name or "weights" in v.name]
+        return V1.train.Saver(kernels).save(sess, prefix, write_meta_graph=False, write_state=False)
+
+
+def save_trainable_initial_values(sess, prefix):
+    with sess.graph.as_default():
+        variables = _trainable(sess)
+        sess.run([v.assign(v.initial_value) for v in variables])
+        return V1.train.Saver(variables).save(sess, prefix, write_meta_graph=False, write_state=False)
+
+
+def save_trainable_forget_return(sess, prefix):
+    with sess.graph.as_default():
+        V1.train.Saver(_trainable(sess)).save(sess, prefix, write_meta_graph=False, write_state=False)
+
+
+# Not listed as wrong: the reference solution also writes the `checkpoint` state file, although the
+# prompt says "changes no other file in the folder" (the fixture has no earlier state file).
+def save_trainable_updating_state_file(sess, prefix):
+    with sess.graph.as_default():
+        return V1.train.Saver(_trainable(sess)).save(sess, prefix, write_meta_graph=False)
+
+
+# ----- 01.2 right
+
+
+def save_trainable_dict(sess, prefix):
+    with sess.graph.as_default():
+        saver = V1.train.Saver({v.op.name: v for v in V1.trainable_variables()})
+    return saver.save(sess, prefix, write_meta_graph=False, write_state=False)
+
+
+def save_trainable_from_collection_tuple(sess, prefix):
+    with sess.graph.as_default():
+        saver = V1.train.Saver(var_list=tuple(_trainable(sess)), max_to_keep=None, write_version=2)
+        path = saver.save(sess, str(Path(prefix)), write_meta_graph=False, write_state=False)
+    return Path(path)
+
+
+def save_trainable_in_reverse(sess, prefix):
+    graph = sess.graph
+    with graph.as_default():
+        variables = sorted(graph.get_collection("trainable_variables"), key=lambda v: v.op.name, reverse=True)
+        return V1.train.Saver(variables, save_relative_paths=True).save(
+            sess, prefix, write_meta_graph=False, write_state=False)
+
+
+WRONG_01_2 = [
+    save_everything, save_trainable_with_meta, save_all_but_global_step, save_trainable_from_fresh_session,
+    save_trainable_with_step, save_trainable_with_extension, save_trainable_keyed_by_tensor_name,
+    save_only_kernels, save_trainable_initial_values, save_trainable_forget_return,
+]
+
+
+@pytest.mark.parametrize("answer", cases(WRONG_01_2, HOLES))
+def test_01_2_prompt_only_wrong_answers_are_rejected(answer):
+    rejects(ex01.check_save_trainable_only, answer)
+
+
+@pytest.mark.parametrize("answer", cases([save_trainable_dict, save_trainable_from_collection_tuple,
+                                    save_trainable_in_reverse], HOLES))
+def test_01_2_prompt_only_right_answers_pass(answer):
+    passes(ex01.check_save_trainable_only, answer)
+
+
+# ----- 01.3 wrong
+
+
+def _save(sess, var_list, prefix):
+    with sess.graph.as_default():
+        return V1.train.Saver(var_list).save(sess, prefix, write_meta_graph=False, write_state=False)
+
+
+def without_scope_regex_scope(sess, scope, prefix):
+    with sess.graph.as_default():
+        variables = V1.global_variables(scope)
+    return _save(sess, {v.op.name[len(scope) + 1:]: v for v in variables}, prefix)
+
+
+def without_scope_startswith_no_slash(sess, scope, prefix):
+    with sess.graph.as_default():
+        variables = [v for v in V1.global_variables() if v.op.name.startswith(scope)]
+    return _save(sess, {v.op.name.split("/", 1)[1]: v for v in variables}, prefix)
+
+
+def without_scope_trainable_only(sess, scope, prefix):
+    variables = sess.graph.get_collection(V1.GraphKeys.TRAINABLE_VARIABLES, scope + "/")
+    return _save(sess, {v.op.name[len(scope) + 1:]: v for v in variables}, prefix)
+
+
+def without_scope_keeps_scope(sess, scope, prefix):
+    variables = sess.graph.get_collection(V1.GraphKeys.GLOBAL_VARIABLES, scope + "/")
+    return _save(sess, {v.op.name: v for v in variables}, prefix)
+
+
+def without_scope_keeps_colon(sess, scope, prefix):
+    variables = sess.graph.get_collection(V1.GraphKeys.GLOBAL_VARIABLES, scope + "/")
+    return _save(sess, {v.name.replace(scope + "/", ""): v for v in variables}, prefix)
+
+
+def without_scope_lstrip(sess, scope, prefix):
+    variables = sess.graph.get_collection(V1.GraphKeys.GLOBAL_VARIABLES, scope + "/")
+    return _save(sess, {v.op.name.lstrip(scope + "/"): v for v in variables}, prefix)
+
+
+def without_scope_fresh_session(sess, scope, prefix):
+    variables = sess.graph.get_collection(V1.GraphKeys.GLOBAL_VARIABLES, scope + "/")
+    with sess.graph.as_default():
+        saver = V1.train.Saver({v.op.name[len(scope) + 1:]: v for v in variables})
+        with V1.Session(graph=sess.graph) as fresh:
+            fresh.run(V1.global_variables_initializer())
+            return saver.save(fresh, prefix, write_meta_graph=False, write_state=False)
+
+
+def without_scope_last_component(sess, scope, prefix):
+    variables = sess.graph.get_collection(V1.GraphKeys.GLOBAL_VARIABLES, scope + "/")
+    return _save(sess, {v.op.name.split("/")[-1]: v for v in variables}, prefix)
+
+
+def without_scope_every_scope(sess, scope, prefix):
+    variables = sess.graph.get_collection(V1.GraphKeys.GLOBAL_VARIABLES)
+    keyed = {v.op.name.split("/", 1)[1]: v for v in variables if "/" in v.op.name}
+    return _save(sess, keyed, prefix)
+
+
+def without_scope_model_variables(sess, scope, prefix):
+    variables = sess.graph.get_collection(V1.GraphKeys.TRAINABLE_VARIABLES, scope + "/") + \
+        [v for v in sess.graph.get_collection(V1.GraphKeys.GLOBAL_VARIABLES, scope + "/") if "moving" in v.op.name]
+    return _save(sess, {v.op.name[len(scope) + 1:]: v for v in variables}, prefix)
+
+
+# ----- 01.3 right
+
+
+def without_scope_removeprefix(sess, scope, prefix):
+    with sess.graph.as_default():
+        var_list = {v.op.name.removeprefix(scope + "/"): v for v in V1.global_variables()
+                    if v.op.name.startswith(scope + "/")}
+        return V1.train.Saver(var_list).save(sess, prefix, write_meta_graph=False, write_state=False)
+
+
+def without_scope_escaped_regex(sess, scope, prefix):
+    variables = sess.graph.get_collection(V1.GraphKeys.GLOBAL_VARIABLES, re.escape(scope) + "/")
+    with sess.graph.as_default():
+        saver = V1.train.Saver({re.sub("^" + re.escape(scope) + "/", "", v.op.name): v for v in variables})
+    return saver.save(sess, prefix, write_state=False)
+
+
+def without_scope_partition(sess, scope, prefix):
+    var_list = {}
+    for v in sess.graph.get_collection("variables"):
+        head, _, rest = v.op.name.partition("/")
+        if head == scope:
+            var_list[rest] = v
+    with sess.graph.as_default():
+        return V1.train.Saver(var_list, pad_step_number=True).save(sess, prefix, write_meta_graph=False)
+
+
+@pytest.mark.parametrize("answer", cases([
+    without_scope_regex_scope, without_scope_startswith_no_slash, without_scope_trainable_only,
+    without_scope_keeps_scope, without_scope_keeps_colon, without_scope_lstrip, without_scope_fresh_session,
+    without_scope_last_component, without_scope_every_scope,
+], HOLES))
+def test_01_3_prompt_only_wrong_answers_are_rejected(answer):
+    rejects(ex01.check_save_without_scope, answer,
+            may_raise=answer in (without_scope_last_component, without_scope_every_scope,
+                                 without_scope_keeps_colon))
+
+
+@pytest.mark.parametrize("answer", cases([without_scope_removeprefix, without_scope_escaped_regex,
+                                    without_scope_partition], HOLES))
+def test_01_3_prompt_only_right_answers_pass(answer):
+    passes(ex01.check_save_without_scope, answer)
+
+
+# ----- 01.4 wrong
+
+
+def _restore_and_step(sess, path):
+    with sess.graph.as_default():
+        V1.train.Saver().restore(sess, os.fspath(path))
+        return int(sess.run(V1.train.get_global_step()))
+
+
+def _prefixes(folder):
+    return [p[: -len(".index")] for p in glob.glob(os.path.join(os.fspath(folder), "*.index"))]
+
+
+def _step_of(prefix):
+    return int(re.search(r"-(\d+)$", prefix).group(1))
+
+
+def moved_newest_by_mtime(sess, folder):
+    return _restore_and_step(sess, max(_prefixes(folder), key=lambda p: os.path.getmtime(p + ".index")))
+
+
+def moved_largest_step(sess, folder):
+    return _restore_and_step(sess, max(_prefixes(folder), key=_step_of))
+
+
+def moved_lexicographic_last(sess, folder):
+    return _restore_and_step(sess, sorted(_prefixes(folder))[-1])
+
+
+def moved_first_listed(sess, folder):
+    text = Path(folder, "checkpoint").read_text()
+    listed = re.findall(r'all_model_checkpoint_paths: "([^"]+)"', text)
+    return _restore_and_step(sess, os.path.join(folder, os.path.basename(listed[0])))
+
+
+def moved_last_listed(sess, folder):
+    text = Path(folder, "checkpoint").read_text()
+    listed = re.findall(r'all_model_checkpoint_paths: "([^"]+)"', text)
+    return _restore_and_step(sess, os.path.join(folder, os.path.basename(listed[-1])))
+
+
+def moved_rewrites_state_file(sess, folder):
+    state = Path(folder, "checkpoint")
+    text = state.read_text()
+    state.write_text(re.sub(r'"[^"]*/([^"/]+)"', r'"\1"', text))
+    return _restore_and_step(sess, tf.train.latest_checkpoint(folder))
+
+
+def moved_returns_numpy_step(sess, folder):
+    text = Path(folder, "checkpoint").read_text()
+    newest = re.search(r'^model_checkpoint_path: "([^"]+)"', text, re.M).group(1)
+    with sess.graph.as_default():
+        V1.train.Saver().restore(sess, os.path.join(folder, os.path.basename(newest)))
+        return sess.run(V1.train.get_global_step())
+
+
+def moved_trainable_only(sess, folder):
+    text = Path(folder, "checkpoint").read_text()
+    newest = re.search(r'^model_checkpoint_path: "([^"]+)"', text, re.M).group(1)
+    with sess.graph.as_default():
+        sess.run(V1.global_variables_initializer())
+        V1.train.Saver(V1.trainable_variables()).restore(sess, os.path.join(folder, os.path.basename(newest)))
+        return int(sess.run(V1.train.get_global_step()))
+
+
+def moved_step_from_file_name_without_restoring_step(sess, folder):
+    text = Path(folder, "checkpoint").read_text()
+    newest = os.path.join(folder, os.path.basename(
+        re.search(r'^model_checkpoint_path: "([^"]+)"', text, re.M).group(1)))
+    with sess.graph.as_default():
+        sess.run(V1.global_variables_initializer())
+        V1.train.Saver(V1.trainable_variables()).restore(sess, newest)
+    return _step_of(newest)
+
+
+def moved_restore_in_other_session(sess, folder):
+    text = Path(folder, "checkpoint").read_text()
+    newest = os.path.join(folder, os.path.basename(
+        re.search(r'^model_checkpoint_path: "([^"]+)"', text, re.M).group(1)))
+    with sess.graph.as_default(), V1.Session(graph=sess.graph) as other:
+        V1.train.Saver().restore(other, newest)
+        return int(other.run(V1.train.get_global_step()))
+
+
+# ----- 01.4 right
+
+
+def moved_parsed_proto(sess, folder):
+    from tensorflow.python.training import checkpoint_state_pb2
+
+    state = checkpoint_state_pb2.CheckpointState()
+    text_format.Parse(Path(folder, "checkpoint").read_text(), state)
+    newest = Path(folder) / Path(state.model_checkpoint_path).name
+    with sess.graph.as_default():
+        V1.train.Saver().restore(sess, str(newest))
+        step = V1.train.get_or_create_global_step()
+    return int(sess.run(step))
+
+
+def moved_get_checkpoint_state(sess, folder):
+    state = tf.train.get_checkpoint_state(folder)
+    newest = os.path.join(folder, os.path.basename(state.model_checkpoint_path))
+    with sess.graph.as_default():
+        saver = V1.train.Saver(V1.global_variables())
+    saver.restore(sess, newest)
+    return int(V1.train.global_step(sess, V1.train.get_global_step(sess.graph)))
+
+
+def moved_line_by_line(sess, folder):
+    with open(os.path.join(folder, "checkpoint")) as state:
+        for line in state:
+            key, _, value = line.partition(":")
+            if key.strip() == "model_checkpoint_path":
+                newest = value.strip().strip('"').replace("\\", "/").rsplit("/", 1)[-1]
+                break
+    with sess.graph.as_default():
+        V1.train.Saver().restore(sess, os.path.join(folder, newest))
+        (step,) = [v for v in V1.global_variables() if v.op.name == "global_step"]
+    return int(step.eval(session=sess))
+
+
+@pytest.mark.parametrize("answer", cases([
+    moved_newest_by_mtime, moved_largest_step, moved_lexicographic_last, moved_first_listed,
+    moved_rewrites_state_file, moved_returns_numpy_step, moved_trainable_only,
+    moved_step_from_file_name_without_restoring_step, moved_restore_in_other_session,
+], HOLES))
+def test_01_4_prompt_only_wrong_answers_are_rejected(answer):
+    rejects(ex01.check_restore_moved, answer, may_raise=True)
+
+
+@pytest.mark.parametrize("answer", cases([moved_parsed_proto, moved_get_checkpoint_state,
+                                          moved_line_by_line, moved_last_listed], HOLES))
+def test_01_4_prompt_only_right_answers_pass(answer):
+    passes(ex01.check_restore_moved, answer)

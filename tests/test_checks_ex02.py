@@ -413,3 +413,227 @@ def test_02_4_mistakes_get_hints(answer, hint):
 def test_02_4_stub_is_not_done():
     with pytest.raises(ExerciseNotDone, match="02.4"):
         ex02.check_head_on_frozen_copy(not_done)
+
+
+# ===========================================================================
+# Written from the prompt alone (VERIFY.md part 2)
+# Wrong answers a learner would write, and correct alternatives, written before the checks were
+# read. A test marked xfail(strict=True) is a hole in today's check: remove the entry from HOLES
+# when the check is fixed.
+
+import os  # noqa: E402
+
+from tests.attack_support import cases, passes, rejects  # noqa: E402
+
+# Today's check gets these wrong (xfail strict: remove an entry when the check is fixed).
+HOLES: dict[str, str] = {
+    "collections_one_shared_graph": "check accepts this wrong answer: one graph reused across calls",
+    "collections_squeezed": "check accepts this wrong answer: np.squeeze (no size-1 axis in the fixture)",
+    "collections_float64": "check accepts this wrong answer: float64, not what sess.run returned",
+    "collections_latest_in_folder": "check accepts this wrong answer: restores the folder's latest, not prefix",
+    "collections_tolist": "check accepts this wrong answer: a list where a NumPy array is asked",
+}
+
+
+def _run_collections(prefix, x, fetch=lambda y: y, restore=True, graph=None, restore_from=None):
+    graph = graph if graph is not None else tf.Graph()
+    with graph.as_default():
+        saver = V1.train.import_meta_graph(prefix + ".meta")
+        x_in = V1.get_collection("inputs")[0]
+        y = V1.get_collection("outputs")[0]
+        with V1.Session() as sess:
+            if restore:
+                saver.restore(sess, restore_from(prefix) if restore_from else prefix)
+            else:
+                sess.run(V1.global_variables_initializer())
+            return sess.run(fetch(y), feed_dict={x_in: x})
+
+
+# ----- 02.1 wrong
+
+
+def collections_by_notebook_names(prefix, x):
+    with tf.Graph().as_default() as graph:
+        saver = V1.train.import_meta_graph(prefix + ".meta")
+        with V1.Session() as sess:
+            saver.restore(sess, prefix)
+            return sess.run(graph.get_tensor_by_name("y:0"), {graph.get_tensor_by_name("x:0"): x})
+
+
+def collections_no_restore(prefix, x):
+    return _run_collections(prefix, x, restore=False)
+
+
+_ONE_GRAPH = tf.Graph()
+
+
+def collections_one_shared_graph(prefix, x):
+    return _run_collections(prefix, x, graph=_ONE_GRAPH)
+
+
+def collections_returns_list(prefix, x):
+    return _run_collections(prefix, x, fetch=lambda y: [y])
+
+
+def collections_squeezed(prefix, x):
+    return np.squeeze(_run_collections(prefix, x))
+
+
+def collections_float64(prefix, x):
+    return _run_collections(prefix, x).astype(np.float64)
+
+
+def collections_latest_in_folder(prefix, x):
+    return _run_collections(prefix, x, restore_from=lambda p: tf.train.latest_checkpoint(os.path.dirname(p)))
+
+
+def collections_swapped(prefix, x):
+    with tf.Graph().as_default():
+        saver = V1.train.import_meta_graph(prefix + ".meta")
+        x_in = V1.get_collection("outputs")[0]
+        y = V1.get_collection("inputs")[0]
+        with V1.Session() as sess:
+            saver.restore(sess, prefix)
+            return sess.run(y, feed_dict={x_in: x})
+
+
+def collections_tolist(prefix, x):
+    return _run_collections(prefix, x).tolist()
+
+
+# ----- 02.1 right
+
+
+def collections_session_on_graph(prefix, x):
+    graph = tf.Graph()
+    with graph.as_default():
+        saver = V1.train.import_meta_graph(prefix + ".meta", clear_devices=True)
+    (x_in,), (y,) = graph.get_collection("inputs"), graph.get_collection("outputs")
+    with V1.Session(graph=graph) as sess:
+        saver.restore(sess, prefix)
+        return sess.run(y, {x_in: x})
+
+
+def collections_new_saver(prefix, x):
+    with tf.Graph().as_default():
+        V1.train.import_meta_graph(prefix + ".meta")
+        saver = V1.train.Saver()
+        with V1.Session() as sess:
+            saver.restore(sess, prefix)
+            return V1.get_collection("outputs")[-1].eval({V1.get_collection("inputs")[-1]: x}, session=sess)
+
+
+def collections_import_scope(prefix, x):
+    with tf.Graph().as_default() as graph:
+        saver = V1.train.import_meta_graph(prefix + ".meta", import_scope="loaded")
+        x_in = graph.get_collection("inputs", scope="loaded")[0]
+        y = graph.get_collection("outputs", scope="loaded")[0]
+        with V1.Session() as sess:
+            saver.restore(sess, prefix)
+            return sess.run(y, feed_dict={x_in: x})
+
+
+@pytest.mark.parametrize("answer", cases([
+    collections_by_notebook_names, collections_no_restore, collections_one_shared_graph,
+    collections_returns_list, collections_squeezed, collections_float64, collections_latest_in_folder,
+    collections_swapped, collections_tolist,
+], HOLES))
+def test_02_1_prompt_only_wrong_answers_are_rejected(answer):
+    rejects(ex02.check_run_from_collections, answer, may_raise=True)
+
+
+@pytest.mark.parametrize("answer", cases([collections_session_on_graph, collections_new_saver,
+                                          collections_import_scope], HOLES))
+def test_02_1_prompt_only_right_answers_pass(answer):
+    passes(ex02.check_run_from_collections, answer)
+
+
+# ----- 02.3 wrong
+
+
+def _head(features, n_classes, transform=lambda f: f, trainable=True):
+    n_features = features.shape[-1]
+    with V1.variable_scope("frozen_head"):
+        kernel = V1.get_variable("kernel", [n_features, n_classes], trainable=trainable)
+        bias = V1.get_variable("bias", [n_classes], initializer=V1.zeros_initializer(), trainable=trainable)
+    return tf.matmul(transform(features), kernel) + bias
+
+
+def head_no_stop_gradient(features, n_classes):
+    return _head(features, n_classes)
+
+
+def head_stops_the_logits(features, n_classes):
+    return tf.stop_gradient(_head(features, n_classes))
+
+
+def head_untrainable_collection(features, n_classes):
+    graph = features.graph
+    trainable = graph.get_collection_ref(V1.GraphKeys.TRAINABLE_VARIABLES)
+    trainable[:] = []
+    return _head(features, n_classes)
+
+
+def head_identity(features, n_classes):
+    return _head(features, n_classes, transform=tf.identity)
+
+
+def head_head_not_trainable(features, n_classes):
+    return _head(tf.stop_gradient(features), n_classes, trainable=False)
+
+
+def head_stop_only_kernel_path(features, n_classes):
+    n_features = features.shape[-1]
+    with V1.variable_scope("frozen_head"):
+        kernel = V1.get_variable("kernel", [n_features, n_classes])
+        bias = V1.get_variable("bias", [n_classes], initializer=V1.zeros_initializer())
+    return tf.matmul(features, tf.stop_gradient(kernel)) + bias
+
+
+def head_scaled_gradient(features, n_classes):
+    return _head(features, n_classes, transform=lambda f: f * 1e-3 + tf.stop_gradient(f) * (1 - 1e-3))
+
+
+def head_no_bias(features, n_classes):
+    n_features = features.shape[-1]
+    kernel = V1.get_variable("frozen_head_kernel", [n_features, n_classes])
+    return tf.matmul(tf.stop_gradient(features), kernel)
+
+
+# ----- 02.3 right
+
+
+def head_transposed(features, n_classes):
+    n_features = features.shape[-1]
+    with V1.variable_scope("new_head"):
+        kernel = V1.get_variable("kernel", [n_classes, n_features])
+        bias = V1.get_variable("bias", [n_classes], initializer=V1.constant_initializer(0.1))
+    return tf.matmul(tf.stop_gradient(features), kernel, transpose_b=True) + bias
+
+
+def head_bias_add(features, n_classes):
+    frozen = tf.stop_gradient(features, name="frozen_features")
+    kernel = V1.get_variable("head_w", shape=[features.shape[-1], n_classes])
+    bias = V1.get_variable("head_b", shape=[n_classes], initializer=V1.zeros_initializer())
+    return tf.nn.bias_add(tf.linalg.matmul(frozen, kernel), bias)
+
+
+def head_placeholder_with_default(features, n_classes):
+    cut = tf.stop_gradient(tf.identity(features))
+    with V1.variable_scope(None, default_name="head"):
+        kernel = V1.get_variable("kernel", shape=(int(features.shape[-1]), n_classes))
+        bias = V1.get_variable("bias", shape=(n_classes,), initializer=V1.zeros_initializer())
+    return cut @ kernel + bias
+
+
+@pytest.mark.parametrize("answer", cases([
+    head_no_stop_gradient, head_stops_the_logits, head_untrainable_collection, head_identity,
+    head_head_not_trainable, head_stop_only_kernel_path, head_scaled_gradient, head_no_bias,
+], HOLES))
+def test_02_3_prompt_only_wrong_answers_are_rejected(answer):
+    rejects(ex02.check_add_frozen_head, answer, may_raise=True)
+
+
+@pytest.mark.parametrize("answer", cases([head_transposed, head_bias_add, head_placeholder_with_default], HOLES))
+def test_02_3_prompt_only_right_answers_pass(answer):
+    passes(ex02.check_add_frozen_head, answer)

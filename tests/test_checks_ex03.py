@@ -392,3 +392,281 @@ def test_ensemble_forward_rejects(answer, error, hint):
 def test_ensemble_forward_not_done():
     with pytest.raises(ExerciseNotDone):
         ex03.check_ensemble_forward(_stub)
+
+
+# ===========================================================================
+# Written from the prompt alone (VERIFY.md part 2)
+# Wrong answers a learner would write, and correct alternatives, written before the checks were
+# read. A test marked xfail(strict=True) is a hole in today's check: remove the entry from HOLES
+# when the check is fixed.
+
+from tests.attack_support import cases, passes, rejects  # noqa: E402
+
+# Today's check gets these wrong (xfail strict: remove an entry when the check is fixed).
+HOLES: dict[str, str] = {
+    "vote_returns_list": "check accepts this wrong answer: a list where a NumPy array is asked",
+    "vote_float_labels": "check accepts this wrong answer: float64 labels",
+    "vote_returns_tensor": "check accepts this wrong answer: a tf.Tensor where a NumPy array is asked",
+    "shared_every_node_with_attr": "check accepts this wrong answer: rewrites non-VarHandleOp shared_names too",
+}
+
+
+def _votes(probabilities):
+    probabilities = np.asarray(probabilities)
+    return probabilities.argmax(axis=-1)  # [members, batch]
+
+
+# ----- 03.1 wrong
+
+
+def vote_mean_probability(probabilities):
+    return np.asarray(probabilities).mean(axis=0).argmax(axis=-1)
+
+
+def vote_bincount_smallest(probabilities):
+    votes = _votes(probabilities)
+    classes = np.asarray(probabilities).shape[-1]
+    return np.array([np.bincount(votes[:, i], minlength=classes).argmax() for i in range(votes.shape[1])])
+
+
+def vote_tie_by_max_probability(probabilities):
+    p = np.asarray(probabilities)
+    votes, classes = _votes(p), p.shape[-1]
+    out = []
+    for i in range(p.shape[1]):
+        counts = np.bincount(votes[:, i], minlength=classes)
+        tied = np.flatnonzero(counts == counts.max())
+        out.append(tied[np.argmax(p[:, i, tied].max(axis=0))])
+    return np.array(out)
+
+
+def vote_tie_over_all_classes(probabilities):
+    p = np.asarray(probabilities)
+    votes, classes = _votes(p), p.shape[-1]
+    out = []
+    for i in range(p.shape[1]):
+        counts = np.bincount(votes[:, i], minlength=classes)
+        tied = np.flatnonzero(counts == counts.max())
+        out.append(tied[0] if len(tied) == 1 else int(p[:, i].mean(axis=0).argmax()))
+    return np.array(out)
+
+
+def _reference_like(p):
+    p = np.asarray(p)
+    votes, classes = p.argmax(axis=-1), p.shape[-1]
+    out = []
+    for i in range(p.shape[1]):
+        counts = np.bincount(votes[:, i], minlength=classes)
+        tied = np.flatnonzero(counts == counts.max())
+        means = p[:, i, tied].mean(axis=0)
+        out.append(int(tied[np.flatnonzero(means == means.max())[0]]))
+    return out
+
+
+def vote_returns_list(probabilities):
+    return _reference_like(probabilities)
+
+
+def vote_float_labels(probabilities):
+    return np.array(_reference_like(probabilities), dtype=np.float64)
+
+
+def vote_squeezed(probabilities):
+    return np.squeeze(np.array(_reference_like(np.squeeze(probabilities))))
+
+
+def vote_tie_largest_label(probabilities):
+    p = np.asarray(probabilities)
+    votes, classes = p.argmax(axis=-1), p.shape[-1]
+    out = []
+    for i in range(p.shape[1]):
+        counts = np.bincount(votes[:, i], minlength=classes)
+        tied = np.flatnonzero(counts == counts.max())
+        means = p[:, i, tied].mean(axis=0)
+        out.append(int(tied[np.flatnonzero(means == means.max())[-1]]))
+    return np.array(out)
+
+
+def vote_tie_mean_over_voters(probabilities):
+    p = np.asarray(probabilities)
+    votes, classes = p.argmax(axis=-1), p.shape[-1]
+    out = []
+    for i in range(p.shape[1]):
+        counts = np.bincount(votes[:, i], minlength=classes)
+        tied = np.flatnonzero(counts == counts.max())
+        means = [p[votes[:, i] == c, i, c].mean() for c in tied]
+        out.append(int(tied[int(np.argmax(means))]))
+    return np.array(out)
+
+
+def vote_returns_tensor(probabilities):
+    return tf.constant(_reference_like(probabilities))
+
+
+# ----- 03.1 right
+
+
+def vote_lexsort(probabilities):
+    p = np.asarray(probabilities, dtype=np.float64)
+    members, batch, classes = p.shape
+    counts = np.zeros((batch, classes), dtype=np.int64)
+    np.add.at(counts, (np.arange(batch)[None, :].repeat(members, 0), p.argmax(-1)), 1)
+    means = p.mean(axis=0)
+    labels = np.empty(batch, dtype=np.int64)
+    for i in range(batch):
+        order = np.lexsort((np.arange(classes), -means[i], -counts[i]))
+        labels[i] = order[0]
+    return labels
+
+
+def vote_pure_python(probabilities):
+    p = np.asarray(probabilities)
+    labels = []
+    for i in range(p.shape[1]):
+        counts = {}
+        for m in range(p.shape[0]):
+            c = int(np.argmax(p[m, i]))
+            counts[c] = counts.get(c, 0) + 1
+        best = max(counts.values())
+        tied = [c for c in counts if counts[c] == best]
+        labels.append(min(tied, key=lambda c: (-p[:, i, c].mean(), c)))
+    return np.array(labels)
+
+
+def vote_one_hot_sum(probabilities):
+    p = np.asarray(probabilities)
+    counts = np.eye(p.shape[-1], dtype=np.int64)[p.argmax(-1)].sum(axis=0)
+    means = p.mean(axis=0)
+    score = np.where(counts == counts.max(axis=-1, keepdims=True), means, -np.inf)
+    return score.argmax(axis=-1)
+
+
+@pytest.mark.parametrize("answer", cases([
+    vote_mean_probability, vote_bincount_smallest, vote_tie_by_max_probability, vote_tie_over_all_classes,
+    vote_returns_list, vote_float_labels, vote_squeezed, vote_tie_largest_label, vote_tie_mean_over_voters,
+    vote_returns_tensor,
+], HOLES))
+def test_03_1_prompt_only_wrong_answers_are_rejected(answer):
+    rejects(ex03.check_vote, answer, may_raise=answer in (vote_squeezed,))
+
+
+@pytest.mark.parametrize("answer", cases([vote_lexsort, vote_pure_python, vote_one_hot_sum], HOLES))
+def test_03_1_prompt_only_right_answers_pass(answer):
+    passes(ex03.check_vote, answer)
+
+
+# ----- 03.3 wrong
+
+
+def _rewrite(meta_graph_def, scope, new_name=lambda scope, old: f"{scope}/".encode() + old,
+             op_types=("VarHandleOp",)):
+    for node in meta_graph_def.graph_def.node:
+        if node.op in op_types:
+            node.attr["shared_name"].s = new_name(scope, node.attr["shared_name"].s)
+    return meta_graph_def
+
+
+def shared_in_place(meta_graph_def, scope):
+    return _rewrite(meta_graph_def, scope)
+
+
+def shared_no_slash(meta_graph_def, scope):
+    result = copy.deepcopy(meta_graph_def)
+    return _rewrite(result, scope, new_name=lambda s, old: s.encode() + old)
+
+
+def shared_underscore(meta_graph_def, scope):
+    result = copy.deepcopy(meta_graph_def)
+    return _rewrite(result, scope, new_name=lambda s, old: f"{s}_".encode() + old)
+
+
+def shared_every_node_with_attr(meta_graph_def, scope):
+    result = copy.deepcopy(meta_graph_def)
+    for node in result.graph_def.node:
+        if "shared_name" in node.attr:
+            node.attr["shared_name"].s = f"{scope}/".encode() + node.attr["shared_name"].s
+    return result
+
+
+def shared_renames_nodes_too(meta_graph_def, scope):
+    result = copy.deepcopy(meta_graph_def)
+    for node in result.graph_def.node:
+        if node.op == "VarHandleOp":
+            node.attr["shared_name"].s = f"{scope}/".encode() + node.attr["shared_name"].s
+            node.name = f"{scope}/{node.name}"
+    return result
+
+
+def shared_returns_graph_def(meta_graph_def, scope):
+    result = copy.deepcopy(meta_graph_def)
+    return _rewrite(result, scope).graph_def
+
+
+def shared_aliased_copy(meta_graph_def, scope):
+    result = V1.MetaGraphDef()
+    result.CopyFrom(meta_graph_def)
+    _rewrite(meta_graph_def, scope)
+    return meta_graph_def
+
+
+def shared_suffix(meta_graph_def, scope):
+    result = copy.deepcopy(meta_graph_def)
+    return _rewrite(result, scope, new_name=lambda s, old: old + f"/{s}".encode())
+
+
+def shared_only_first(meta_graph_def, scope):
+    result = copy.deepcopy(meta_graph_def)
+    for node in result.graph_def.node:
+        if node.op == "VarHandleOp":
+            node.attr["shared_name"].s = f"{scope}/".encode() + node.attr["shared_name"].s
+            break
+    return result
+
+
+def shared_double_scope(meta_graph_def, scope):
+    result = copy.deepcopy(meta_graph_def)
+    return _rewrite(result, scope, new_name=lambda s, old: f"{s}/{s}/".encode() + old)
+
+
+# ----- 03.3 right
+
+
+def shared_deepcopy(meta_graph_def, scope):
+    result = copy.deepcopy(meta_graph_def)
+    for node in result.graph_def.node:
+        if node.op == "VarHandleOp":
+            old = node.attr["shared_name"].s.decode()
+            node.attr["shared_name"].s = f"{scope}/{old}".encode()
+    return result
+
+
+def shared_from_string(meta_graph_def, scope):
+    result = type(meta_graph_def).FromString(meta_graph_def.SerializeToString())
+    prefix = scope.encode() + b"/"
+    for node in filter(lambda n: n.op == "VarHandleOp", result.graph_def.node):
+        node.attr["shared_name"].s = prefix + node.attr["shared_name"].s
+    return result
+
+
+def shared_copy_from(meta_graph_def, scope):
+    result = V1.MetaGraphDef()
+    result.CopyFrom(meta_graph_def)
+    for node in result.graph_def.node:
+        if node.op != "VarHandleOp":
+            continue
+        attr = node.attr["shared_name"]
+        attr.s = b"/".join([scope.encode("utf-8"), attr.s])
+    return result
+
+
+@pytest.mark.parametrize("answer", cases([
+    shared_in_place, shared_no_slash, shared_underscore, shared_every_node_with_attr, shared_renames_nodes_too,
+    shared_returns_graph_def, shared_aliased_copy, shared_suffix, shared_only_first, shared_double_scope,
+], HOLES))
+def test_03_3_prompt_only_wrong_answers_are_rejected(answer):
+    rejects(ex03.check_scope_shared_names, answer, may_raise=True)
+
+
+@pytest.mark.parametrize("answer", cases([shared_deepcopy, shared_from_string, shared_copy_from], HOLES))
+def test_03_3_prompt_only_right_answers_pass(answer):
+    passes(ex03.check_scope_shared_names, answer)

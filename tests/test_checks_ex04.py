@@ -293,3 +293,355 @@ def test_04_3_a_scope_filter_without_slash_is_caught_at_the_learners_line():
 def test_04_3_stub_is_not_done():
     with pytest.raises(ExerciseNotDone, match="04.3 is not done"):
         ex04.check_clone_trained(not_done)
+
+
+# ===========================================================================
+# Written from the prompt alone (VERIFY.md part 2)
+# Wrong answers a learner would write, and correct alternatives, written before the checks were
+# read. A test marked xfail(strict=True) is a hole in today's check: remove the entry from HOLES
+# when the check is fixed.
+
+import os  # noqa: E402
+import tempfile  # noqa: E402
+
+from tests.attack_support import cases, passes, rejects  # noqa: E402
+
+# Today's check gets these wrong (xfail strict: remove an entry when the check is fixed).
+HOLES: dict[str, str] = {
+    "feeding_tensor_names": "check accepts this wrong answer: tensor names with ':0' where op names are asked",
+    "feeding_variable_names": "check accepts this wrong answer: variable.name (with ':0') where op names are asked",
+}
+
+_VARIABLE_OPS = ("VarHandleOp", "VariableV2", "Variable")
+
+
+def _walk(output, follow=lambda op: op.inputs):
+    seen, stack, found = set(), [output.op], []
+    while stack:
+        op = stack.pop()
+        if op.name in seen:
+            continue
+        seen.add(op.name)
+        found.append(op)
+        stack.extend(t.op for t in follow(op))
+    return found
+
+
+# ----- 04.1 wrong
+
+
+def feeding_tensor_names(output):
+    return [op.name + ":0" for op in _walk(output) if op.type in _VARIABLE_OPS]
+
+
+def feeding_all_globals(output):
+    return [v.op.name for v in output.graph.get_collection(V1.GraphKeys.GLOBAL_VARIABLES)]
+
+
+def feeding_trainable_only(output):
+    trainable = {v.op.name for v in output.graph.get_collection(V1.GraphKeys.TRAINABLE_VARIABLES)}
+    return [op.name for op in _walk(output) if op.name in trainable]
+
+
+def feeding_direct_inputs(output):
+    ops = [output.op] + [t.op for t in output.op.inputs]
+    ops += [t.op for op in list(ops) for t in op.inputs]
+    return sorted({op.name for op in ops if op.type in _VARIABLE_OPS})
+
+
+def feeding_resource_only(output):
+    return [op.name for op in _walk(output) if op.type == "VarHandleOp"]
+
+
+def feeding_read_ops(output):
+    return [op.name for op in _walk(output) if op.type == "ReadVariableOp"]
+
+
+def feeding_type_contains_variable(output):
+    return sorted({op.name for op in _walk(output) if "Variable" in op.type})
+
+
+def feeding_same_scope(output):
+    scope = output.op.name.split("/")[0]
+    return [v.op.name for v in output.graph.get_collection(V1.GraphKeys.GLOBAL_VARIABLES)
+            if v.op.name.startswith(scope)]
+
+
+def feeding_variable_names(output):
+    names = {op.name for op in _walk(output) if op.type in _VARIABLE_OPS}
+    return [v.name for v in output.graph.get_collection(V1.GraphKeys.GLOBAL_VARIABLES) if v.op.name in names]
+
+
+def feeding_via_collections_prefix(output):
+    names = {op.name for op in _walk(output)}
+    return [v.op.name for v in output.graph.get_collection(V1.GraphKeys.GLOBAL_VARIABLES)
+            if any(name.startswith(v.op.name) for name in names)]
+
+
+# ----- 04.1 right
+
+
+def feeding_extract_sub_graph(output):
+    graph_def = output.graph.as_graph_def()
+    sub = V1.graph_util.extract_sub_graph(graph_def, [output.op.name])
+    return {node.name for node in sub.node if node.op in ("VarHandleOp", "VariableV2")}
+
+
+def feeding_recursive(output):
+    names = set()
+    visited = set()
+
+    def visit(op):
+        if op in visited:
+            return
+        visited.add(op)
+        if op.type in ("VarHandleOp", "VariableV2"):
+            names.add(op.name)
+        for tensor in op.inputs:
+            visit(tensor.op)
+
+    visit(output.op)
+    return sorted(names)
+
+
+def feeding_breadth_first(output):
+    from collections import deque
+
+    queue, seen, result = deque([output.op]), {output.op.name}, []
+    while queue:
+        op = queue.popleft()
+        if op.type in {"VarHandleOp", "VariableV2"}:
+            result.append(op.name)
+        for tensor in op.inputs:
+            if tensor.op.name not in seen:
+                seen.add(tensor.op.name)
+                queue.append(tensor.op)
+    return tuple(result)
+
+
+@pytest.mark.parametrize("answer", cases([
+    feeding_tensor_names, feeding_all_globals, feeding_trainable_only, feeding_direct_inputs,
+    feeding_resource_only, feeding_read_ops, feeding_type_contains_variable, feeding_same_scope,
+    feeding_variable_names,
+], HOLES))
+def test_04_1_prompt_only_wrong_answers_are_rejected(answer):
+    rejects(ex04.check_variables_feeding, answer)
+
+
+@pytest.mark.parametrize("answer", cases([feeding_extract_sub_graph, feeding_recursive, feeding_breadth_first],
+                                         HOLES))
+def test_04_1_prompt_only_right_answers_pass(answer):
+    passes(ex04.check_variables_feeding, answer)
+
+
+# ----- 04.2 wrong
+
+
+def keras_clone_fresh(model):
+    return keras.models.clone_model(model)
+
+
+def keras_clone_trainable_values(model):
+    clone = keras.models.clone_model(model)
+    for mine, theirs in zip(clone.trainable_weights, model.trainable_weights):
+        mine.assign(theirs)
+    return clone
+
+
+def keras_clone_same_object(model):
+    return model
+
+
+def keras_clone_shallow_copy(model):
+    # Not wrong after all: on Keras 3, copy.copy(model) makes new layers and variables (measured).
+    return copy.copy(model)
+
+
+def keras_clone_shared_layers(model):
+    return keras.models.clone_model(model, clone_function=lambda layer: layer)
+
+
+def keras_clone_from_config_only(model):
+    clone = model.__class__.from_config(model.get_config())
+    clone(np.zeros((1,) + tuple(model.inputs[0].shape[1:]), "float32") if getattr(model, "inputs", None)
+          else np.zeros((1, model.get_config().get("input_dim", 4)), "float32"))
+    return clone
+
+
+def keras_clone_reordered_weights(model):
+    clone = keras.models.clone_model(model)
+    clone.set_weights([v.numpy() for v in model.trainable_weights + model.non_trainable_weights])
+    return clone
+
+
+def keras_clone_same_model_wrapper(model):
+    return keras.Model(model.inputs, model.outputs)
+
+
+def keras_clone_layer_loop_trainable(model):
+    clone = keras.models.clone_model(model)
+    for source, target in zip(model.layers, clone.layers):
+        target.set_weights([w.numpy() for w in source.trainable_weights] +
+                           [w.numpy() for w in target.non_trainable_weights])
+    return clone
+
+
+# ----- 04.2 right
+
+
+def keras_clone_keras_file(model):
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "clone.keras")
+        model.save(path)
+        return keras.models.load_model(path)
+
+
+def keras_clone_assign_each(model):
+    clone = keras.models.clone_model(model)
+    for target, source in zip(clone.weights, model.weights):
+        target.assign(keras.ops.convert_to_tensor(source))
+    return clone
+
+
+def keras_clone_weights_file(model):
+    clone = keras.models.clone_model(model)
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "w.weights.h5")
+        model.save_weights(path)
+        clone.load_weights(path)
+    return clone
+
+
+@pytest.mark.parametrize("answer", cases([
+    keras_clone_fresh, keras_clone_trainable_values, keras_clone_same_object,
+    keras_clone_shared_layers, keras_clone_from_config_only, keras_clone_reordered_weights,
+    keras_clone_same_model_wrapper, keras_clone_layer_loop_trainable,
+], HOLES))
+def test_04_2_prompt_only_wrong_answers_are_rejected(answer):
+    rejects(ex04.check_clone_keras_model, answer, may_raise=True)
+
+
+@pytest.mark.parametrize("answer", cases([keras_clone_keras_file, keras_clone_assign_each,
+                                          keras_clone_weights_file, keras_clone_shallow_copy], HOLES))
+def test_04_2_prompt_only_right_answers_pass(answer):
+    passes(ex04.check_clone_keras_model, answer)
+
+
+# ----- 04.3 wrong
+
+
+def trained_initial_values(sess, output, inputs, scope):
+    result = clone_subgraph(output, inputs, None, scope=scope)
+    sess.run(result.initializer)
+    return result.inputs[0], result.outputs[0]
+
+
+def trained_global_initializer(sess, output, inputs, scope):
+    result = clone_subgraph(output, inputs, None, scope=scope)
+    sess.run(V1.global_variables_initializer())
+    sess.run([c.assign(s) for c, s in zip(result.variables, result.source_variables)])
+    return result.inputs[0], result.outputs[0]
+
+
+def trained_as_constants(sess, output, inputs, scope):
+    graph = output.graph
+    frozen = V1.graph_util.convert_variables_to_constants(sess, graph.as_graph_def(), [output.op.name])
+    with graph.as_default():
+        (out,) = tf.graph_util.import_graph_def(frozen, return_elements=[output.name], name=scope)
+    return graph.get_tensor_by_name(f"{scope}/{inputs.name}"), out
+
+
+def trained_import_shared_storage(sess, output, inputs, scope):
+    graph = output.graph
+    with graph.as_default():
+        (out,) = tf.graph_util.import_graph_def(graph.as_graph_def(), return_elements=[output.name], name=scope)
+    return graph.get_tensor_by_name(f"{scope}/{inputs.name}"), out
+
+
+def trained_local_variables(sess, output, inputs, scope):
+    result = clone_subgraph(output, inputs, None, scope=scope)
+    sess.run(result.initializer)
+    sess.run([c.assign(s) for c, s in zip(result.variables, result.source_variables)])
+    graph = output.graph
+    global_list = graph.get_collection_ref(V1.GraphKeys.GLOBAL_VARIABLES)
+    for variable in result.variables:
+        global_list.remove(variable)
+        graph.add_to_collection(V1.GraphKeys.LOCAL_VARIABLES, variable)
+    return result.inputs[0], result.outputs[0]
+
+
+def trained_swapped_pair(sess, output, inputs, scope):
+    result = clone_subgraph(output, inputs, None, scope=scope)
+    sess.run(result.initializer)
+    sess.run([c.assign(s) for c, s in zip(result.variables, result.source_variables)])
+    return result.outputs[0], result.inputs[0]
+
+
+def trained_returns_original_input(sess, output, inputs, scope):
+    result = clone_subgraph(output, inputs, None, scope=scope)
+    sess.run(result.initializer)
+    sess.run([c.assign(s) for c, s in zip(result.variables, result.source_variables)])
+    return inputs, result.outputs[0]
+
+
+def trained_copies_the_wrong_way(sess, output, inputs, scope):
+    result = clone_subgraph(output, inputs, None, scope=scope)
+    sess.run(result.initializer)
+    sess.run([s.assign(c) for c, s in zip(result.variables, result.source_variables)])
+    return result.inputs[0], result.outputs[0]
+
+
+def trained_initial_value_assign(sess, output, inputs, scope):
+    result = clone_subgraph(output, inputs, None, scope=scope)
+    sess.run(result.initializer)
+    sess.run([c.assign(s.initial_value) for c, s in zip(result.variables, result.source_variables)])
+    return result.inputs[0], result.outputs[0]
+
+
+# ----- 04.3 right
+
+
+def trained_load_values(sess, output, inputs, scope):
+    result = clone_subgraph(output, inputs, scope=scope)
+    values = sess.run(result.source_variables)
+    sess.run(result.initializer)
+    for copy_variable, value in zip(result.variables, values):
+        copy_variable.load(value, sess)
+    return result.inputs[0], result.outputs[0]
+
+
+def trained_with_replacement(sess, output, inputs, scope):
+    graph = output.graph
+    with graph.as_default():
+        new_input = V1.placeholder(inputs.dtype, inputs.shape, name=f"{scope}_input")
+    result = clone_subgraph([output], [inputs], {inputs: new_input}, scope=scope)
+    sess.run(result.initializer)
+    with graph.as_default():
+        sess.run(tf.group(*[c.assign(s.read_value()) for c, s in zip(result.variables, result.source_variables)]))
+    return new_input, result.outputs[0]
+
+
+def trained_through_a_checkpoint(sess, output, inputs, scope):
+    result = clone_subgraph(output, inputs, None, scope=scope)
+    graph = output.graph
+    with tempfile.TemporaryDirectory() as folder, graph.as_default():
+        prefix = os.path.join(folder, "values")
+        V1.train.Saver(result.source_variables).save(sess, prefix, write_meta_graph=False, write_state=False)
+        V1.train.Saver({s.op.name: c for c, s in zip(result.variables, result.source_variables)}).restore(
+            sess, prefix)
+    return result.inputs[0], result.outputs[0]
+
+
+@pytest.mark.parametrize("answer", cases([
+    trained_initial_values, trained_global_initializer, trained_as_constants, trained_import_shared_storage,
+    trained_local_variables, trained_swapped_pair, trained_returns_original_input, trained_copies_the_wrong_way,
+    trained_initial_value_assign,
+], HOLES))
+def test_04_3_prompt_only_wrong_answers_are_rejected(answer):
+    rejects(ex04.check_clone_trained, answer, may_raise=True)
+
+
+@pytest.mark.parametrize("answer", cases([trained_load_values, trained_with_replacement,
+                                          trained_through_a_checkpoint], HOLES))
+def test_04_3_prompt_only_right_answers_pass(answer):
+    passes(ex04.check_clone_trained, answer)

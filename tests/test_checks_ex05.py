@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import re
 
 import keras
 import numpy as np
@@ -308,3 +309,359 @@ def test_make_hard_sync_rejects(answer, hint):
 def test_make_hard_sync_not_done():
     with pytest.raises(ExerciseNotDone):
         ex05.check_make_hard_sync(_stub)
+
+
+# ===========================================================================
+# Written from the prompt alone (VERIFY.md part 2)
+# Wrong answers a learner would write, and correct alternatives, written before the checks were
+# read. A test marked xfail(strict=True) is a hole in today's check: remove the entry from HOLES
+# when the check is fixed.
+
+from tests.attack_support import cases, passes, rejects  # noqa: E402
+
+# Today's check gets these wrong (xfail strict: remove an entry when the check is fixed).
+HOLES: dict[str, str] = {
+    "sync_leaf_name": "check accepts this wrong answer: pairs by leaf name (no two leaves alike in the fixture)",
+    "loss_numpy": "raw error: a Python float return crashes the check (TypeError), generic hint",
+    "sync_also_global_step": "check accepts this wrong answer: the op also writes a variable outside the scopes",
+}
+
+
+# ----- 05.1 wrong
+
+
+def snap_live_variables(model):
+    return list(model.weights)
+
+
+def snap_backend_values(model):
+    return [v.value for v in model.weights]
+
+
+def snap_trainable_only(model):
+    return [v.numpy() for v in model.trainable_weights]
+
+
+def snap_keyed_by_name(model):
+    return {v.name: v.numpy() for v in model.weights}
+
+
+def snap_trainable_then_non_trainable(model):
+    return [v.numpy() for v in model.trainable_weights + model.non_trainable_weights]
+
+
+def snap_dict_of_variables(model):
+    return {v.path: v for v in model.weights}
+
+
+def snap_after_a_training_call(model):
+    inputs = np.ones((2,) + tuple(model.inputs[0].shape[1:]), "float32")
+    model(inputs, training=True)
+    return [v.numpy() for v in model.weights]
+
+
+def snap_shallow_list_copy(model):
+    return copy.copy(model.weights)
+
+
+def snap_numpy_views(model):
+    return [np.asarray(v.value) for v in model.weights][:0] + [v for v in model.weights]
+
+
+def snap_layer_weights_of_trainable_layers(model):
+    return [w.numpy() for layer in model.layers if layer.trainable for w in layer.trainable_weights]
+
+
+# ----- 05.1 right
+
+
+def snap_np_array(model):
+    return [np.array(v) for v in model.weights]
+
+
+def snap_dict_by_path_convert(model):
+    return {v.path: keras.ops.convert_to_numpy(v) for v in model.weights}
+
+
+def snap_deepcopy_of_get_weights(model):
+    return copy.deepcopy(model.get_weights())
+
+
+@pytest.mark.parametrize("answer", cases([
+    snap_live_variables, snap_backend_values, snap_trainable_only, snap_keyed_by_name,
+    snap_trainable_then_non_trainable, snap_dict_of_variables, snap_after_a_training_call,
+    snap_shallow_list_copy, snap_numpy_views, snap_layer_weights_of_trainable_layers,
+], HOLES))
+def test_05_1_prompt_only_wrong_answers_are_rejected(answer):
+    rejects(ex05.check_take_snapshot, answer)
+
+
+@pytest.mark.parametrize("answer", cases([snap_np_array, snap_dict_by_path_convert, snap_deepcopy_of_get_weights],
+                                         HOLES))
+def test_05_1_prompt_only_right_answers_pass(answer):
+    passes(ex05.check_take_snapshot, answer)
+
+
+# ----- 05.2 wrong
+
+
+def soft_trainable_only(online, target, tau):
+    for t, o in zip(target.trainable_weights, online.trainable_weights):
+        t.assign((1 - tau) * t + tau * o)
+
+
+def soft_wrong_direction(online, target, tau):
+    for t, o in zip(target.weights, online.weights):
+        o.assign((1 - tau) * o + tau * t)
+
+
+def soft_tau_swapped(online, target, tau):
+    for t, o in zip(target.weights, online.weights):
+        t.assign(tau * t + (1 - tau) * o)
+
+
+def soft_hard_copy(online, target, tau):
+    target.set_weights(online.get_weights())
+
+
+def soft_returns_new_weights(online, target, tau):
+    return [(1 - tau) * t + tau * o for t, o in zip(target.get_weights(), online.get_weights())]
+
+
+def soft_rebinds_names(online, target, tau):
+    weights = target.get_weights()
+    for i, (t, o) in enumerate(zip(weights, online.get_weights())):
+        weights[i] = (1 - tau) * t + tau * o
+    target = keras.models.clone_model(target)
+    target.set_weights(weights)
+
+
+def soft_order_mismatch(online, target, tau):
+    for t, o in zip(target.trainable_weights + target.non_trainable_weights, online.weights):
+        t.assign((1 - tau) * t + tau * o)
+
+
+def soft_sequential_overwrite(online, target, tau):
+    for t, o in zip(target.weights, online.weights):
+        t.assign(t + tau * o)
+
+
+def soft_layers_with_weights_only_trainable_layers(online, target, tau):
+    for lt, lo in zip(target.layers, online.layers):
+        if lt.trainable_weights:
+            lt.set_weights([(1 - tau) * a + tau * b for a, b in
+                            zip([w.numpy() for w in lt.trainable_weights], [w.numpy() for w in lo.trainable_weights])]
+                           + [w.numpy() for w in lt.non_trainable_weights])
+
+
+# ----- 05.2 right
+
+
+def soft_set_weights(online, target, tau):
+    target.set_weights([(1.0 - tau) * t + tau * o for t, o in zip(target.get_weights(), online.get_weights())])
+
+
+def soft_assign_by_path(online, target, tau):
+    for target_layer, online_layer in zip(target.layers, online.layers):
+        for t, o in zip(target_layer.weights, online_layer.weights):
+            t.assign(keras.ops.add(keras.ops.multiply(1 - tau, t), keras.ops.multiply(tau, o)))
+
+
+def soft_assign_add(online, target, tau):
+    for t, o in zip(target.weights, online.weights):
+        t.assign_add(tau * (o - t))
+
+
+@pytest.mark.parametrize("answer", cases([
+    soft_trainable_only, soft_wrong_direction, soft_tau_swapped, soft_hard_copy, soft_returns_new_weights,
+    soft_rebinds_names, soft_order_mismatch, soft_sequential_overwrite,
+    soft_layers_with_weights_only_trainable_layers,
+], HOLES))
+def test_05_2_prompt_only_wrong_answers_are_rejected(answer):
+    rejects(ex05.check_soft_update, answer, may_raise=answer in (soft_order_mismatch,))
+
+
+@pytest.mark.parametrize("answer", cases([soft_set_weights, soft_assign_by_path, soft_assign_add], HOLES))
+def test_05_2_prompt_only_right_answers_pass(answer):
+    passes(ex05.check_soft_update, answer)
+
+
+# ----- 05.3 wrong
+
+
+def loss_no_stop_gradient(online, target, x):
+    return tf.reduce_mean((online(x) - target(x)) ** 2)
+
+
+def loss_stops_online(online, target, x):
+    return tf.reduce_mean((tf.stop_gradient(online(x)) - target(x)) ** 2)
+
+
+def loss_freezes_target(online, target, x):
+    target.trainable = False
+    return tf.reduce_mean((online(x) - target(x)) ** 2)
+
+
+def loss_sum(online, target, x):
+    return tf.reduce_sum((online(x) - tf.stop_gradient(target(x))) ** 2)
+
+
+def loss_absolute(online, target, x):
+    return tf.reduce_mean(tf.abs(online(x) - tf.stop_gradient(target(x))))
+
+
+def loss_training_mode(online, target, x):
+    return tf.reduce_mean((online(x, training=True) - tf.stop_gradient(target(x, training=True))) ** 2)
+
+
+def loss_numpy(online, target, x):
+    return float(np.mean((online(x).numpy() - target(x).numpy()) ** 2))
+
+
+def loss_per_example(online, target, x):
+    return tf.reduce_mean((online(x) - tf.stop_gradient(target(x))) ** 2, axis=-1)
+
+
+def loss_swapped_roles(online, target, x):
+    return tf.reduce_mean((tf.stop_gradient(online(x)) - target(x)) ** 2)
+
+
+def loss_rmse(online, target, x):
+    return tf.sqrt(tf.reduce_mean((online(x) - tf.stop_gradient(target(x))) ** 2))
+
+
+# ----- 05.3 right
+
+
+def loss_keras_ops(online, target, x):
+    return keras.ops.mean(keras.ops.square(online(x) - keras.ops.stop_gradient(target(x))))
+
+
+def loss_squared_difference(online, target, x):
+    return tf.reduce_mean(tf.math.squared_difference(online(x), tf.stop_gradient(target(x))))
+
+
+def loss_target_constant(online, target, x):
+    frozen = tf.constant(target(x).numpy())
+    return keras.losses.MeanSquaredError()(frozen, online(x))
+
+
+@pytest.mark.parametrize("answer", cases([
+    loss_no_stop_gradient, loss_stops_online, loss_freezes_target, loss_sum, loss_absolute, loss_training_mode,
+    loss_numpy, loss_per_example, loss_swapped_roles, loss_rmse,
+], HOLES))
+def test_05_3_prompt_only_wrong_answers_are_rejected(answer):
+    rejects(ex05.check_consistency_loss, answer)
+
+
+@pytest.mark.parametrize("answer", cases([loss_keras_ops, loss_squared_difference, loss_target_constant], HOLES))
+def test_05_3_prompt_only_right_answers_pass(answer):
+    passes(ex05.check_consistency_loss, answer)
+
+
+# ----- 05.4 wrong
+
+
+def _pairs_by_relative_name(src_vars, dst_vars, src_scope, dst_scope):
+    dst = {v.op.name[len(dst_scope) + 1:]: v for v in dst_vars}
+    return [(dst[v.op.name[len(src_scope) + 1:]], v) for v in src_vars]
+
+
+def sync_regex_scope(src_scope, dst_scope):
+    src = V1.global_variables(src_scope)
+    dst = {v.op.name.replace(dst_scope, "", 1): v for v in V1.global_variables(dst_scope)}
+    return tf.group(*[dst[v.op.name.replace(src_scope, "", 1)].assign(v) for v in src
+                      if v.op.name.replace(src_scope, "", 1) in dst])
+
+
+def sync_by_order(src_scope, dst_scope):
+    src = V1.global_variables(src_scope + "/")
+    dst = V1.global_variables(dst_scope + "/")
+    return tf.group(*[d.assign(s) for s, d in zip(src, dst)])
+
+
+def sync_trainable_only(src_scope, dst_scope):
+    src = V1.trainable_variables(src_scope + "/")
+    dst = V1.trainable_variables(dst_scope + "/")
+    return tf.group(*[d.assign(s) for d, s in _pairs_by_relative_name(src, dst, src_scope, dst_scope)])
+
+
+def sync_returns_list(src_scope, dst_scope):
+    src = V1.global_variables(src_scope + "/")
+    dst = V1.global_variables(dst_scope + "/")
+    return [d.assign(s) for d, s in _pairs_by_relative_name(src, dst, src_scope, dst_scope)]
+
+
+def sync_wrong_direction(src_scope, dst_scope):
+    src = V1.global_variables(src_scope + "/")
+    dst = V1.global_variables(dst_scope + "/")
+    return tf.group(*[s.assign(d) for d, s in _pairs_by_relative_name(src, dst, src_scope, dst_scope)])
+
+
+def sync_startswith_no_slash(src_scope, dst_scope):
+    src = [v for v in V1.global_variables() if v.op.name.startswith(src_scope)]
+    dst = {v.op.name.split("/", 1)[1]: v for v in V1.global_variables() if v.op.name.startswith(dst_scope + "/")}
+    return tf.group(*[dst[v.op.name.split("/", 1)[1]].assign(v) for v in src if v.op.name.split("/", 1)[1] in dst])
+
+
+def sync_leaf_name(src_scope, dst_scope):
+    src = V1.global_variables(src_scope + "/")
+    dst = {v.op.name.split("/")[-1]: v for v in V1.global_variables(dst_scope + "/")}
+    return tf.group(*[dst[v.op.name.split("/")[-1]].assign(v) for v in src])
+
+
+def sync_returns_tensor(src_scope, dst_scope):
+    src = V1.global_variables(src_scope + "/")
+    dst = V1.global_variables(dst_scope + "/")
+    ops = [d.assign(s) for d, s in _pairs_by_relative_name(src, dst, src_scope, dst_scope)]
+    with tf.control_dependencies(ops):
+        return tf.constant(0)
+
+
+def sync_also_global_step(src_scope, dst_scope):
+    src = V1.global_variables(src_scope + "/")
+    dst = V1.global_variables(dst_scope + "/")
+    ops = [d.assign(s) for d, s in _pairs_by_relative_name(src, dst, src_scope, dst_scope)]
+    step = V1.train.get_or_create_global_step()
+    return tf.group(*ops, step.assign_add(1))
+
+
+# ----- 05.4 right
+
+
+def sync_dict_and_group(src_scope, dst_scope):
+    graph = V1.get_default_graph()
+    src = {v.op.name.removeprefix(src_scope + "/"): v for v in graph.get_collection("variables")
+           if v.op.name.startswith(src_scope + "/")}
+    dst = {v.op.name.removeprefix(dst_scope + "/"): v for v in graph.get_collection("variables")
+           if v.op.name.startswith(dst_scope + "/")}
+    return tf.group(*[V1.assign(dst[name], src[name]) for name in sorted(src)], name="hard_sync")
+
+
+def sync_control_dependencies(src_scope, dst_scope):
+    src = V1.global_variables(re.escape(src_scope) + "/")
+    dst = V1.global_variables(re.escape(dst_scope) + "/")
+    ops = [d.assign(s.read_value()) for d, s in _pairs_by_relative_name(src, dst, src_scope, dst_scope)]
+    with tf.control_dependencies(ops):
+        return tf.no_op()
+
+
+def sync_sorted_pairs(src_scope, dst_scope):
+    src = sorted(V1.global_variables(src_scope + "/"), key=lambda v: v.op.name)
+    dst = sorted(V1.global_variables(dst_scope + "/"), key=lambda v: v.op.name)
+    return tf.group(*(d.assign(s) for s, d in zip(src, dst))).op if hasattr(tf.group(), "op") else \
+        tf.group(*(d.assign(s) for s, d in zip(src, dst)))
+
+
+@pytest.mark.parametrize("answer", cases([
+    sync_by_order, sync_trainable_only, sync_returns_list, sync_wrong_direction,
+    sync_startswith_no_slash, sync_leaf_name, sync_returns_tensor, sync_also_global_step,
+], HOLES))
+def test_05_4_prompt_only_wrong_answers_are_rejected(answer):
+    rejects(ex05.check_make_hard_sync, answer, may_raise=answer in (sync_leaf_name, sync_startswith_no_slash))
+
+
+@pytest.mark.parametrize("answer", cases([sync_dict_and_group, sync_control_dependencies, sync_sorted_pairs],
+                                         HOLES))
+def test_05_4_prompt_only_right_answers_pass(answer):
+    passes(ex05.check_make_hard_sync, answer)

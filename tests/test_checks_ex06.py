@@ -297,3 +297,399 @@ def train_and_keep_only_the_last(step_fn, checkpoint, directory, steps, keep):
 def test_train_and_keep_rejects_saving_only_the_last_steps():
     with pytest.raises(CheckFailed, match=r"no checkpoint was saved after step\(s\) \[1, 2, 3, 4\]"):
         ex06.check_train_and_keep(train_and_keep_only_the_last)
+
+
+# ===========================================================================
+# Written from the prompt alone (VERIFY.md part 2)
+# Wrong answers a learner would write, and correct alternatives, written before the checks were
+# read. A test marked xfail(strict=True) is a hole in today's check: remove the entry from HOLES
+# when the check is fixed.
+
+import glob  # noqa: E402
+import re  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from tests.attack_support import cases, passes, rejects  # noqa: E402
+
+# Today's check gets these wrong (xfail strict: remove an entry when the check is fixed).
+HOLES: dict[str, str] = {
+    "keep_deletes_lexicographically": "check accepts this wrong answer: deletes by name order (ckpt-10 < ckpt-9; fewer than 10 steps)",
+}
+
+
+# ----- 06.1 wrong
+
+
+def keep_everything(step_fn, checkpoint, directory, steps, keep):
+    path = None
+    for _ in range(steps):
+        step_fn()
+        path = checkpoint.save(os.path.join(directory, "ckpt"))
+    return path
+
+
+def keep_save_before_step(step_fn, checkpoint, directory, steps, keep):
+    manager = tf.train.CheckpointManager(checkpoint, directory, max_to_keep=keep)
+    for _ in range(steps):
+        manager.save()
+        step_fn()
+    return manager.latest_checkpoint
+
+
+def keep_one_too_many(step_fn, checkpoint, directory, steps, keep):
+    manager = tf.train.CheckpointManager(checkpoint, directory, max_to_keep=keep + 1)
+    for _ in range(steps):
+        step_fn()
+        manager.save()
+    return manager.latest_checkpoint
+
+
+def keep_returns_directory(step_fn, checkpoint, directory, steps, keep):
+    manager = tf.train.CheckpointManager(checkpoint, directory, max_to_keep=keep)
+    for _ in range(steps):
+        step_fn()
+        manager.save()
+    return directory
+
+
+def keep_returns_oldest(step_fn, checkpoint, directory, steps, keep):
+    manager = tf.train.CheckpointManager(checkpoint, directory, max_to_keep=keep)
+    for _ in range(steps):
+        step_fn()
+        manager.save()
+    return manager.checkpoints[0]
+
+
+def keep_one_step_short(step_fn, checkpoint, directory, steps, keep):
+    manager = tf.train.CheckpointManager(checkpoint, directory, max_to_keep=keep)
+    for _ in range(1, steps):
+        step_fn()
+        manager.save()
+    return manager.latest_checkpoint
+
+
+def keep_fixed_five(step_fn, checkpoint, directory, steps, keep):
+    manager = tf.train.CheckpointManager(checkpoint, directory, max_to_keep=5)
+    for _ in range(steps):
+        step_fn()
+        manager.save()
+    return manager.latest_checkpoint
+
+
+def keep_deletes_lexicographically(step_fn, checkpoint, directory, steps, keep):
+    path = None
+    for _ in range(steps):
+        step_fn()
+        path = checkpoint.save(os.path.join(directory, "ckpt"))
+        prefixes = sorted({p.rsplit(".", 1)[0] for p in glob.glob(os.path.join(directory, "ckpt-*.index"))})
+        for old in prefixes[:-keep]:
+            for file in glob.glob(old + ".*"):
+                os.remove(file)
+    return path
+
+
+def keep_save_once_at_end(step_fn, checkpoint, directory, steps, keep):
+    for _ in range(steps):
+        step_fn()
+    manager = tf.train.CheckpointManager(checkpoint, directory, max_to_keep=keep)
+    return manager.save()
+
+
+def keep_write_without_number(step_fn, checkpoint, directory, steps, keep):
+    path = None
+    for _ in range(steps):
+        step_fn()
+        path = checkpoint.write(os.path.join(directory, "ckpt"))
+    return path
+
+
+def keep_returns_prefix_without_number(step_fn, checkpoint, directory, steps, keep):
+    manager = tf.train.CheckpointManager(checkpoint, directory, max_to_keep=keep)
+    for _ in range(steps):
+        step_fn()
+        manager.save()
+    return os.path.join(directory, "ckpt")
+
+
+# ----- 06.1 right
+
+
+def keep_with_manager_path(step_fn, checkpoint, directory, steps, keep):
+    manager = tf.train.CheckpointManager(checkpoint, Path(directory), max_to_keep=keep, checkpoint_name="state")
+    path = None
+    for _ in range(steps):
+        step_fn()
+        path = manager.save()
+    return Path(path)
+
+
+def keep_by_hand(step_fn, checkpoint, directory, steps, keep):
+    saved = []
+    for _ in range(steps):
+        step_fn()
+        saved.append(checkpoint.save(os.path.join(directory, "model")))
+        while len(saved) > keep:
+            for file in glob.glob(saved.pop(0) + ".*"):
+                os.remove(file)
+    return saved[-1]
+
+
+def keep_by_hand_numeric_sort(step_fn, checkpoint, directory, steps, keep):
+    for _ in range(steps):
+        step_fn()
+        checkpoint.save(os.path.join(directory, "ckpt"))
+        prefixes = sorted({p[: -len(".index")] for p in glob.glob(os.path.join(directory, "ckpt-*.index"))},
+                          key=lambda p: int(re.search(r"-(\d+)$", p).group(1)))
+        for old in prefixes[:-keep]:
+            for file in glob.glob(old + ".*"):
+                os.remove(file)
+    return tf.train.latest_checkpoint(directory)
+
+
+@pytest.mark.parametrize("answer", cases([
+    keep_everything, keep_save_before_step, keep_one_too_many, keep_returns_directory, keep_returns_oldest,
+    keep_one_step_short, keep_fixed_five, keep_deletes_lexicographically, keep_save_once_at_end,
+    keep_write_without_number, keep_returns_prefix_without_number,
+], HOLES))
+def test_06_1_prompt_only_wrong_answers_are_rejected(answer):
+    rejects(ex06.check_train_and_keep, answer)
+
+
+@pytest.mark.parametrize("answer", cases([keep_with_manager_path, keep_by_hand, keep_by_hand_numeric_sort],
+                                         HOLES))
+def test_06_1_prompt_only_right_answers_pass(answer):
+    passes(ex06.check_train_and_keep, answer)
+
+
+# ----- 06.2 wrong
+
+
+def inference_silent(ckpt_path, make_model):
+    model = make_model()
+    tf.train.Checkpoint(model=model).restore(ckpt_path)
+    return model
+
+
+def inference_assert_consumed(ckpt_path, make_model):
+    model = make_model()
+    tf.train.Checkpoint(model=model).restore(ckpt_path).assert_consumed()
+    return model
+
+
+def inference_expect_partial(ckpt_path, make_model):
+    model = make_model()
+    tf.train.Checkpoint(model=model).restore(ckpt_path).expect_partial()
+    return model
+
+
+def inference_nontrivial(ckpt_path, make_model):
+    model = make_model()
+    tf.train.Checkpoint(model=model).restore(ckpt_path).expect_partial().assert_nontrivial_match()
+    return model
+
+
+def inference_wrong_edge(ckpt_path, make_model):
+    model = make_model()
+    tf.train.Checkpoint(net=model).restore(ckpt_path).expect_partial()
+    return model
+
+
+def inference_makes_two_models(ckpt_path, make_model):
+    model = make_model()
+    tf.train.Checkpoint(model=make_model()).restore(ckpt_path).expect_partial().assert_existing_objects_matched()
+    return model
+
+
+def inference_read_no_assert(ckpt_path, make_model):
+    model = make_model()
+    tf.train.Checkpoint(model=model).read(ckpt_path)
+    return model
+
+
+def inference_with_new_optimizer(ckpt_path, make_model):
+    model = make_model()
+    status = tf.train.Checkpoint(model=model, optimizer=keras.optimizers.Adam()).restore(ckpt_path)
+    status.assert_consumed()
+    return model
+
+
+def inference_resaves(ckpt_path, make_model):
+    model = make_model()
+    checkpoint = tf.train.Checkpoint(model=model)
+    checkpoint.restore(ckpt_path).expect_partial().assert_existing_objects_matched()
+    checkpoint.write(os.fspath(ckpt_path))
+    return model
+
+
+def inference_raises_only_if_nothing_loaded(ckpt_path, make_model):
+    model = make_model()
+    before = [w.numpy().copy() for w in model.weights]
+    tf.train.Checkpoint(model=model).restore(ckpt_path).expect_partial()
+    if all(np.array_equal(a, w.numpy()) for a, w in zip(before, model.weights)):
+        raise ValueError("nothing was restored")
+    return model
+
+
+# ----- 06.2 right
+
+
+def inference_existing_matched(ckpt_path, make_model):
+    model = make_model()
+    status = tf.train.Checkpoint(model=model).read(os.fspath(ckpt_path))
+    status.assert_existing_objects_matched()
+    status.expect_partial()
+    return model
+
+
+def inference_raises_runtime_error(ckpt_path, make_model):
+    model = make_model()
+    status = tf.train.Checkpoint(model=model).restore(ckpt_path)
+    status.expect_partial()
+    try:
+        status.assert_existing_objects_matched()
+    except AssertionError as error:
+        raise RuntimeError(f"checkpoint incomplete: {error}") from None
+    return model
+
+
+def inference_raises_assertion_by_keys(ckpt_path, make_model):
+    model = make_model()
+    keys = {name for name, _ in tf.train.list_variables(ckpt_path)}
+    needed = {
+        "model/hidden/_kernel/.ATTRIBUTES/VARIABLE_VALUE", "model/hidden/bias/.ATTRIBUTES/VARIABLE_VALUE",
+        "model/out/_kernel/.ATTRIBUTES/VARIABLE_VALUE", "model/out/bias/.ATTRIBUTES/VARIABLE_VALUE",
+    }
+    missing = needed - keys
+    if missing:
+        raise AssertionError(f"the checkpoint lacks {sorted(missing)}")
+    tf.train.Checkpoint(model=model).restore(ckpt_path).expect_partial()
+    return model
+
+
+@pytest.mark.parametrize("answer", cases([
+    inference_silent, inference_assert_consumed, inference_expect_partial, inference_nontrivial,
+    inference_wrong_edge, inference_makes_two_models, inference_read_no_assert, inference_with_new_optimizer,
+    inference_resaves, inference_raises_only_if_nothing_loaded,
+], HOLES))
+def test_06_2_prompt_only_wrong_answers_are_rejected(answer):
+    rejects(ex06.check_restore_for_inference, answer, may_raise=True)
+
+
+@pytest.mark.parametrize("answer", cases([inference_existing_matched, inference_raises_runtime_error,
+                                          inference_raises_assertion_by_keys], HOLES))
+def test_06_2_prompt_only_right_answers_pass(answer):
+    passes(ex06.check_restore_for_inference, answer)
+
+
+# ----- 06.3 wrong
+
+
+def _dense(built=True, activation="relu", inputs=3):
+    layer = keras.layers.Dense(4, activation=activation)
+    if built:
+        layer.build((None, inputs))
+    return layer
+
+
+def hidden_top_level_edge(ckpt_path):
+    layer = _dense()
+    tf.train.Checkpoint(hidden=layer).restore(ckpt_path).expect_partial()
+    return layer
+
+
+def hidden_as_model(ckpt_path):
+    layer = _dense()
+    tf.train.Checkpoint(model=layer).restore(ckpt_path).expect_partial()
+    return layer
+
+
+def hidden_no_activation(ckpt_path):
+    layer = _dense(activation=None)
+    tf.train.Checkpoint(model=tf.train.Checkpoint(hidden=layer)).restore(ckpt_path).expect_partial()
+    return layer
+
+
+def hidden_the_output_layer(ckpt_path):
+    layer = keras.layers.Dense(4, activation="relu")
+    tf.train.Checkpoint(model=tf.train.Checkpoint(out=layer)).restore(ckpt_path).expect_partial()
+    return layer
+
+
+def hidden_fresh_layer(ckpt_path):
+    return _dense()
+
+
+def hidden_kernel_only(ckpt_path):
+    layer = _dense()
+    layer.kernel.assign(tf.train.load_variable(ckpt_path, "model/hidden/_kernel/.ATTRIBUTES/VARIABLE_VALUE"))
+    return layer
+
+
+def hidden_writes_back(ckpt_path):
+    layer = _dense()
+    checkpoint = tf.train.Checkpoint(model=tf.train.Checkpoint(hidden=layer))
+    checkpoint.restore(ckpt_path).expect_partial()
+    checkpoint.write(os.fspath(ckpt_path))
+    return layer
+
+
+def hidden_first_matching_key(ckpt_path):
+    layer = _dense()
+    names = [name for name, _ in tf.train.list_variables(ckpt_path)]
+    kernel = next(name for name in names if "kernel" in name)
+    bias = next(name for name in names if "bias" in name)
+    layer.set_weights([tf.train.load_variable(ckpt_path, kernel), tf.train.load_variable(ckpt_path, bias)])
+    return layer
+
+
+def hidden_optimizer_slot(ckpt_path):
+    layer = _dense()
+    names = sorted(name for name, _ in tf.train.list_variables(ckpt_path) if "hidden" in name)
+    kernel = [n for n in names if "kernel" in n][-1]
+    bias = [n for n in names if "bias" in n][-1]
+    layer.set_weights([tf.train.load_variable(ckpt_path, kernel), tf.train.load_variable(ckpt_path, bias)])
+    return layer
+
+
+# ----- 06.3 right
+
+
+def hidden_deferred(ckpt_path):
+    layer = keras.layers.Dense(4, activation="relu")
+    status = tf.train.Checkpoint(model=tf.train.Checkpoint(hidden=layer)).restore(ckpt_path)
+    layer.build((None, 3))
+    status.expect_partial().assert_existing_objects_matched()
+    return layer
+
+
+def hidden_by_keys(ckpt_path):
+    layer = keras.layers.Dense(4, activation=tf.nn.relu)
+    layer(tf.zeros([1, 3]))
+    prefix = "model/hidden/{}/.ATTRIBUTES/VARIABLE_VALUE"
+    layer.kernel.assign(tf.train.load_variable(ckpt_path, prefix.format("_kernel")))  # Keras 3 key
+    layer.bias.assign(tf.train.load_variable(ckpt_path, prefix.format("bias")))
+    return layer
+
+
+def hidden_module_path(ckpt_path):
+    layer = keras.layers.Dense(4, activation="relu")
+    layer.build((3,))
+    model_node = tf.Module()
+    model_node.hidden = layer
+    tf.train.Checkpoint(model=model_node).read(str(ckpt_path)).expect_partial()
+    return layer
+
+
+@pytest.mark.parametrize("answer", cases([
+    hidden_top_level_edge, hidden_as_model, hidden_no_activation, hidden_the_output_layer, hidden_fresh_layer,
+    hidden_kernel_only, hidden_writes_back,
+], HOLES))
+def test_06_3_prompt_only_wrong_answers_are_rejected(answer):
+    rejects(ex06.check_restore_hidden_layer, answer, may_raise=True)
+
+
+@pytest.mark.parametrize("answer", cases([hidden_deferred, hidden_by_keys, hidden_module_path], HOLES))
+def test_06_3_prompt_only_right_answers_pass(answer):
+    passes(ex06.check_restore_hidden_layer, answer)
