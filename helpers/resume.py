@@ -148,21 +148,24 @@ def untracked_variables(*trackables: object) -> list:
     return found
 
 
-ITERATOR_HORIZON = 256  # elements an iterator's digest reads ahead at most (an endless dataset)
-
-
-def _iterator_bytes(iterator: tf.data.Iterator, horizon: int = ITERATOR_HORIZON) -> bytes:
-    """The position of ``iterator``: what it yields from here to the end of the data, read from a copy.
+def _iterator_bytes(iterator: tf.data.Iterator, peek: int = 2) -> bytes:
+    """What ``iterator`` yields next, read from a copy so that it does not move.
 
     The copy gets the position through a checkpoint of the iterator (written
-    to a temporary folder and read back), so ``iterator`` does not move. The
-    checkpoint's bytes themselves cannot be the digest: with a prefetch
-    stage (``tf.data`` adds one by default) they hold however many elements
-    were buffered ahead at that moment, so one position gives different
-    bytes from run to run. What the copy yields is the same for the same
-    position. Positions of a finite dataset differ in what is left to read
-    (a repeated dataset whose next elements are equal included); an endless
-    dataset is read ``horizon`` elements ahead.
+    to a temporary folder and read back). Neither of the two fuller identities
+    of a position is stable on TensorFlow 2.21, so the digest uses the next
+    ``peek`` elements (with a shuffle buffer they pin the position down) and
+    marks the end of the data:
+
+    * the checkpoint's bytes hold however many elements a prefetch stage
+      (``tf.data`` adds one by default) had buffered at that moment, so one
+      position gives different bytes from run to run;
+    * what a restored copy yields after the current epoch of a reshuffled
+      dataset depends on what other iterators over datasets with the same
+      seeds did in this process, so reading far ahead is not stable either.
+
+    The price: two positions whose next ``peek`` elements are equal (a
+    dataset repeated without shuffling, say) share a digest.
     """
     dataset = getattr(iterator, "_dataset", None)
     if dataset is None:
@@ -177,17 +180,15 @@ def _iterator_bytes(iterator: tf.data.Iterator, horizon: int = ITERATOR_HORIZON)
                 "a tf.data pipeline built from tensors or files can"
             ) from None
         tf.train.Checkpoint(iterator=copy).read(saved).assert_consumed()
-    hasher = hashlib.sha256(str(dataset.element_spec).encode())
-    for count in range(horizon):
+    hasher = hashlib.sha256()
+    for _ in range(peek):
         element = copy.get_next_as_optional()
         if not element.has_value():
-            hasher.update(f"<end of data after {count}>".encode())
+            hasher.update(b"<end of data>")
             break
         for tensor in tf.nest.flatten(element.get_value()):
             hasher.update(str(tensor.dtype).encode() + str(tuple(tensor.shape)).encode())
             hasher.update(tensor.numpy().tobytes())
-    else:
-        hasher.update(b"<horizon>")
     return hasher.digest()
 
 
@@ -204,11 +205,11 @@ def state_digest(*trackables: object) -> str:
 
     Every ``tf.Variable`` (weights, optimizer slots and counters, the step,
     ``tf.random.Generator`` and Keras seed states) contributes its path,
-    dtype, shape and bytes; every ``tf.data`` iterator contributes its
-    position: everything it yields from there to the end of the data (at
-    most ``ITERATOR_HORIZON`` elements ahead for an endless dataset), read
-    from a copy restored from the iterator's checkpoint, so two positions of
-    a repeated dataset whose next elements are equal still differ. Objects are visited in a stable order (argument order, then
+    dtype, shape and bytes; every ``tf.data`` iterator contributes the next
+    two elements it yields, read from a copy restored from the iterator's
+    checkpoint (two positions with equal next elements, as in a dataset
+    repeated without shuffling, share a digest: see ``_iterator_bytes`` for
+    why the checkpoint itself cannot be hashed). Objects are visited in a stable order (argument order, then
     attribute names), so equal digests mean identical state. Raises
     ``TrainingStateError`` when given nothing, something that is not
     trackable, or an object that holds no state yet (an unbuilt model).

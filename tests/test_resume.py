@@ -419,6 +419,8 @@ def _at(dataset: tf.data.Dataset, position: int) -> tf.data.Iterator:
     return iterator
 
 
+@pytest.mark.xfail(strict=True, reason="issue 22 item 9: TF 2.21 gives no stable identity of a position "
+                   "(checkpoint bytes carry prefetch buffers; read-ahead across a reshuffle is not reproducible)")
 def test_digest_tells_apart_positions_with_equal_next_elements():
     repeated = tf.data.Dataset.from_tensor_slices([1, 2, 1, 2]).repeat(3)
     start, two_on, four_on = _at(repeated, 0), _at(repeated, 2), _at(repeated, 4)
@@ -505,3 +507,22 @@ def test_real_keras2_optimizer_state_goes_the_route_the_error_names(tmp_path):
     model, optimizer = _keras3_twin_and_adam()
     restore_keras2_checkpoint(tf.train.latest_checkpoint(folder), model, optimizer=optimizer)
     assert int(optimizer.iterations) > 0
+
+
+def test_read_ahead_across_a_reshuffle_is_not_reproducible():
+    """Why the digest peeks only two elements: a restored copy's next epoch depends on other iterators."""
+    from helpers.resume import _iterator_bytes
+
+    def make():
+        return tf.data.Dataset.range(96).shuffle(96, seed=0).batch(16).repeat()
+
+    mine, other = iter(make()), iter(make())
+    for _ in range(3):
+        next(mine)
+    for _ in range(8):
+        next(other)  # another iterator over a dataset with the same seeds crosses an epoch
+    first = _iterator_bytes(mine, peek=12)
+    for _ in range(7):
+        next(other)
+    assert _iterator_bytes(mine, peek=12) != first  # the same position, read 12 ahead, differs
+    assert _iterator_bytes(mine) == _iterator_bytes(mine)  # two ahead (inside the epoch) does not
