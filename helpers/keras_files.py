@@ -46,13 +46,14 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from helpers.errors import NotAKerasFileError, first_line
+from helpers.errors import ModelNotBuiltError, NotAKerasFileError, first_line
 from helpers.files import path_text
 from helpers.inspection import format_bytes
 from helpers.notebook import format_table
 
 __all__ = [
     "KerasFileDescription",
+    "ModelNotBuiltError",
     "NotAKerasFileError",
     "SavedWeight",
     "describe_keras_file",
@@ -135,9 +136,9 @@ def describe_keras_file(path: str | os.PathLike) -> KerasFileDescription:
     """
     text = path_text(path, "Keras file path")
     if not os.path.exists(text):
-        raise NotAKerasFileError(text, "no such file or folder")
+        raise NotAKerasFileError(text, _why_missing(text))
     if os.path.isdir(text):
-        raise NotAKerasFileError(text, "a folder (a SavedModel or a checkpoint folder?), not a Keras file")
+        raise NotAKerasFileError(text, _why_folder(text))
     if text.endswith(".keras"):
         return KerasFileDescription(text, "keras archive", _describe_archive(text))
     if text.endswith(".weights.h5"):
@@ -149,10 +150,48 @@ def describe_keras_file(path: str | os.PathLike) -> KerasFileDescription:
 
 def _why_not_keras(text: str) -> str:
     if text.endswith((".h5", ".hdf5")):
-        return "a legacy (Keras 2) HDF5 file; Keras 3's own files end in .keras, .weights.h5 or .weights.json"
+        return _why_legacy_h5(text)
     if text.endswith((".index", ".meta")) or re.search(r"\.data-\d{5}-of-\d{5}$", text):
         return "one of a TensorFlow checkpoint's files (read it with helpers.inspection.describe_checkpoint)"
     return "its name does not end in .keras, .weights.h5 or .weights.json"
+
+
+def _why_legacy_h5(text: str) -> str:
+    """What a ``.h5`` file that is not a Keras 3 weights file is, and what reads it."""
+    if zipfile.is_zipfile(text):
+        return "a zip archive (a .keras file renamed .h5?): give it its .keras name back"
+    try:
+        with h5py.File(text, "r") as h5:
+            whole_model = "model_config" in h5.attrs
+    except OSError as error:
+        return f"a truncated or damaged HDF5 file ({first_line(error)}); copy or download it again"
+    if whole_model:
+        return ("a legacy (Keras 2) whole-model HDF5 file: keras.models.load_model(path, compile=False) "
+                "reads it (helpers.keras2.describe_legacy_h5 lists it)")
+    return ("a legacy (Keras 2) HDF5 weights file: model.load_weights(path) reads it into a model of the "
+            "same architecture (helpers.keras2.describe_legacy_h5 lists it)")
+
+
+def _why_missing(text: str) -> str:
+    """A path that does not exist may still be a checkpoint prefix: say so, and what reads it."""
+    if os.path.isfile(text + ".index"):
+        return ("a TensorFlow checkpoint prefix (its .index file lies beside it), not a Keras file: "
+                "helpers.inspection.describe_checkpoint(path) lists it; one that Keras 2's save_weights wrote "
+                "loads into a Keras 3 model with helpers.keras2.restore_keras2_checkpoint(path, model)")
+    return "no such file or folder"
+
+
+def _why_folder(text: str) -> str:
+    names = set(os.listdir(text))
+    if "saved_model.pb" in names or "saved_model.pbtxt" in names:
+        return ("a SavedModel folder, not a Keras file: helpers.saved_models.describe_saved_model(path) "
+                "describes it, tf.saved_model.load(path) loads it")
+    if "checkpoint" in names or any(name.endswith(".index") for name in names):
+        return ("a folder of TensorFlow checkpoints, not a Keras file: "
+                "helpers.inspection.describe_checkpoint(path) reads its newest checkpoint")
+    if any(name.endswith(_SUFFIXES) for name in names):
+        return "a folder of Keras files: helpers.keras_files.latest_keras_file(path) picks the newest one"
+    return "a folder, not a Keras file"
 
 
 def _describe_archive(text: str) -> tuple[SavedWeight, ...]:
@@ -323,17 +362,29 @@ def owned_variables(model: keras.layers.Layer, include_optimizer: bool = True) -
 def missing_from_file(model: keras.Model, path: str | os.PathLike, include_optimizer: bool = True) -> list[str]:
     """The model's variables whose values ``path`` does not hold; an empty list when the file is complete.
 
-    It asks Keras itself: every variable of ``owned_variables(model)`` is set
-    to a marker, the file is loaded with ``load_weights(...,
-    skip_mismatch=True)``, and the variables still holding the marker did not
-    get a value from the file. Two different markers make the answer exact
-    whatever the file holds. The model's values are put back afterwards, so
-    the model is unchanged. Use it after saving ("did everything get
-    saved?") and before loading into a changed model (what
+    It asks Keras itself, without changing the model: Keras's own
+    ``load_weights(path, skip_mismatch=True)`` walks the model and the file,
+    but every variable's ``assign`` only records that a value of the right
+    shape arrived, and writes nothing. A variable that receives no value
+    (no such entry in the file, another shape, a layer with another number
+    of weights, a variable Keras does not track) is missing. Nothing is
+    written into the model: not its weights, not the optimizer (with
+    ``include_optimizer=False`` neither), not what a layer derives from its
+    weights (an adapted ``Normalization``'s mean and variance); every value
+    is compared before and after to prove it. Use it after saving ("did
+    everything get saved?") and before loading into a changed model (what
     ``skip_mismatch=True`` would silently skip).
 
-    The model must be built. ``path`` is checked with ``describe_keras_file``
-    first, so a bad file raises ``NotAKerasFileError``.
+    The model must be built, and so must every layer the file holds values
+    for: a subclassed model reloaded from ``.keras`` whose layers are created
+    in ``build()`` may have layers with no variables at all (they get fresh
+    random weights on their first call), and ``ModelNotBuiltError`` names
+    them. An optimizer that is not built yet (no slots) while the file
+    holds optimizer state raises ``ModelNotBuiltError`` too: Keras would
+    skip that state with only a warning; build it first
+    (``model.optimizer.build(model.trainable_variables)``) or pass
+    ``include_optimizer=False``. ``path`` is checked with
+    ``describe_keras_file`` first, so a bad file raises ``NotAKerasFileError``.
 
     Example:
         >>> model.save_weights("model.weights.h5")            # doctest: +SKIP
@@ -341,37 +392,160 @@ def missing_from_file(model: keras.Model, path: str | os.PathLike, include_optim
         ['scaler/offset']
     """
     text = path_text(path, "Keras file path")
-    describe_keras_file(text)
+    description = describe_keras_file(text)
     if not model.built:
-        raise ValueError("the model is not built yet: call it once on data (or build it) before checking a file")
+        raise ModelNotBuiltError(
+            "the model is not built yet: call it once on data (or build it) before checking a file"
+        )
     variables = owned_variables(model, include_optimizer=include_optimizer)
-    saved = {name: np.array(variable.numpy(), copy=True) for name, variable in variables.items()}
+    saveables = _saveables(model)
+    guarded = _all_variables(model, saveables)
+    before = {key: np.array(variable.numpy(), copy=True) for key, variable in guarded.items()}
+    received: set[int] = set()
+    offered: dict[int, tuple[object, int, BaseException | None]] = {}
     try:
-        first = _load_over_marker(model, text, variables, saved, marker=1)
-        second = _load_over_marker(model, text, variables, saved, marker=2)
+        with _dry_run(saveables, guarded, received, offered), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # skip_mismatch warns about each skipped layer; we report them instead
+            try:
+                model.load_weights(text, skip_mismatch=True)
+            except (OSError, KeyError, ValueError) as error:
+                raise NotAKerasFileError(text, f"Keras cannot load it into this model ({first_line(error)})") from None
     finally:
-        for name, variable in variables.items():
-            variable.assign(saved[name])
-    return [name for name in variables if not np.array_equal(first[name], second[name], equal_nan=_is_float(saved[name]))]
+        changed = [key for key, variable in guarded.items() if not _same(before[key], variable.numpy())]
+        for key in changed:  # never expected: a layer wrote around `assign`; put the value back
+            guarded[key].assign(before[key])
+    if changed:
+        raise RuntimeError(f"loading changed {len(changed)} variable(s) behind assign; their values were put back")
+    _refuse_unbuilt(model, description, offered, include_optimizer)
+    return [name for name, variable in variables.items() if id(variable) not in received]
 
 
-def _is_float(value: np.ndarray) -> bool:
-    return value.dtype.kind in "fc"
+def _same(a: np.ndarray, b: np.ndarray) -> bool:
+    return np.array_equal(a, b, equal_nan=a.dtype.kind in "fc")
 
 
-def _load_over_marker(model, text, variables, saved, marker: int) -> dict[str, np.ndarray]:
-    for name, variable in variables.items():
-        value = saved[name]
-        if value.dtype.kind not in "biufc":
-            raise ValueError(f"cannot check the variable {name!r} of dtype {value.dtype}: only numbers and booleans")
-        variable.assign(np.full(value.shape, marker % 2 if value.dtype.kind == "b" else marker, dtype=value.dtype))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # skip_mismatch warns about each skipped layer; we report them instead
+def _saveables(model: keras.Model) -> list[object]:
+    """Every object Keras's saving walks from ``model`` (layers, optimizer, metrics...), each once."""
+    found: list[object] = []
+    seen: set[int] = set()
+
+    def visit(obj: object, depth: int) -> None:
+        if depth > 50 or id(obj) in seen:
+            return
+        if isinstance(obj, (list, tuple)):
+            seen.add(id(obj))
+            for item in obj:
+                visit(item, depth + 1)
+            return
+        if isinstance(obj, dict):
+            seen.add(id(obj))
+            for item in list(obj.values()):
+                visit(item, depth + 1)
+            return
+        if not callable(getattr(type(obj), "load_own_variables", None)) or isinstance(obj, type):
+            return
+        seen.add(id(obj))
+        found.append(obj)
+        for attribute in dir(obj):
+            if attribute.startswith("__"):
+                continue
+            try:
+                child = getattr(obj, attribute)
+            except Exception:  # noqa: BLE001: properties may raise; Keras's own walk skips them too
+                continue
+            if isinstance(child, (list, tuple, dict)) or callable(getattr(type(child), "load_own_variables", None)):
+                visit(child, depth + 1)
+
+    visit(model, 0)
+    return found
+
+
+def _all_variables(model: keras.Model, saveables: list[object]) -> dict[int, tf.Variable | keras.Variable]:
+    """Every variable Keras might assign while loading into ``model``, by ``id``."""
+    found: dict[int, tf.Variable | keras.Variable] = {}
+    for saveable in saveables:
         try:
-            model.load_weights(text, skip_mismatch=True)
-        except (OSError, KeyError, ValueError) as error:
-            raise NotAKerasFileError(text, f"Keras cannot load it into this model ({first_line(error)})") from None
-    return {name: np.array(variable.numpy(), copy=True) for name, variable in variables.items()}
+            held = list(getattr(saveable, "variables", []) or [])
+        except Exception:  # noqa: BLE001: an unbuilt object may refuse to list them
+            held = []
+        for variable in held:
+            if isinstance(variable, _Variable):
+                found.setdefault(id(variable), variable)
+    for variable in owned_variables(model).values():
+        found.setdefault(id(variable), variable)
+    return found
+
+
+class _dry_run:
+    """Within it, ``assign`` on the guarded variables checks the shape and records, writing nothing;
+    each saveable's ``load_own_variables`` notes how many values the file offered and what it raised."""
+
+    def __init__(self, saveables, guarded, received: set[int], offered: dict) -> None:
+        self.saveables, self.guarded, self.received, self.offered = saveables, guarded, received, offered
+
+    def __enter__(self) -> "_dry_run":
+        for variable in self.guarded.values():
+            object.__setattr__(variable, "assign", self._recorder(variable))
+        for saveable in self.saveables:
+            object.__setattr__(saveable, "load_own_variables", self._loader(saveable))
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for variable in self.guarded.values():
+            if "assign" in vars(variable):
+                object.__delattr__(variable, "assign")
+        for saveable in self.saveables:
+            if "load_own_variables" in vars(saveable):
+                object.__delattr__(saveable, "load_own_variables")
+
+    def _recorder(self, variable):
+        def assign(value, *args, **kwargs):
+            shape = tuple(np.shape(value))
+            if shape != tuple(variable.shape):
+                raise ValueError(f"a value of shape {shape} for a variable of shape {tuple(variable.shape)}")
+            self.received.add(id(variable))
+            return variable
+        return assign
+
+    def _loader(self, saveable):
+        original = type(saveable).load_own_variables
+
+        def load_own_variables(store):
+            count = len(store.keys()) if store is not None else 0
+            # Keras may reach one object by two paths (``d`` and ``layers/dense``): keep the fullest offer.
+            _, most, error = self.offered.get(id(saveable), (saveable, 0, None))
+            self.offered[id(saveable)] = (saveable, max(most, count), error)
+            try:
+                original(saveable, store)
+            except Exception as failure:
+                self.offered[id(saveable)] = (saveable, max(most, count), error or failure)
+                raise
+        return load_own_variables
+
+
+def _refuse_unbuilt(model, description: KerasFileDescription, offered: dict, include_optimizer: bool) -> None:
+    """``ModelNotBuiltError`` for layers with no variables offered values, and for an unbuilt optimizer."""
+    unbuilt = [
+        obj.name for obj, count, error in offered.values()
+        if count and isinstance(obj, keras.layers.Layer) and not obj.variables and not obj.built
+    ]
+    if unbuilt:
+        listed = ", ".join(repr(name) for name in unbuilt)
+        raise ModelNotBuiltError(
+            f"layer(s) {listed} of the model have no variables (never built), although the file holds values "
+            "for them: their weights would be fresh random values. Call the model once on data (a subclassed "
+            "model that makes its layers in build() needs it after load_model too), then check again"
+        )
+    optimizer = getattr(model, "optimizer", None)
+    if include_optimizer and isinstance(optimizer, keras.optimizers.Optimizer) and not optimizer.built:
+        count = next((count for obj, count, _ in offered.values() if obj is optimizer), 0)
+        if count or any(w.path.startswith("optimizer/") for w in description.weights):
+            raise ModelNotBuiltError(
+                f"the optimizer {optimizer.name!r} is not built (it has {len(optimizer.variables)} variables, "
+                f"no slots yet), and the file holds {count} optimizer values: Keras would skip them with only "
+                "a warning. Build it first with model.optimizer.build(model.trainable_variables), "
+                "or pass include_optimizer=False"
+            )
 
 
 # --------------------------------------------------------------------------- newest file
@@ -384,13 +558,20 @@ def _is_shard(folder: str, name: str) -> bool:
 
 
 def latest_keras_file(folder: str | os.PathLike, suffix: str = ".weights.h5") -> str | None:
-    """The newest file ending in ``suffix`` in ``folder``, by the numbers in its name; ``None`` if there is none.
+    """The newest numbered file ending in ``suffix`` in ``folder``; ``None`` if there is no such file.
 
     ``ModelCheckpoint("ckpt/model-{epoch:02d}.weights.h5", ...)`` writes
     numbered files and no ``checkpoint`` state file, so
-    ``tf.train.latest_checkpoint`` returns ``None``. Names are compared with
-    their numbers as numbers (``model-10`` is newer than ``model-9``), not by
-    modification time, which ties when saves are quick.
+    ``tf.train.latest_checkpoint`` returns ``None``. The newest is the one
+    whose numbers (read left to right, as numbers: ``model-10`` is newer
+    than ``model-9``) are the largest; modification times are not used
+    (they tie when saves are quick, and copies change them). A file with
+    no number in its name (``best.weights.h5``, ``model.weights.h5``) is
+    returned only when no numbered file is there. Ties are broken by the
+    whole name in the same natural order: ``model-05`` and ``model-5``
+    carry the same number and the later name wins, and between several
+    unnumbered files the same rule picks one; if your folder can hold such
+    ties, pass the file you mean instead.
 
     Example:
         >>> latest_keras_file("no/such/folder")
@@ -408,6 +589,10 @@ def latest_keras_file(folder: str | os.PathLike, suffix: str = ".weights.h5") ->
         names = [name for name in names if not _is_shard(text, name)]
     if not names:
         return None
-    return os.path.join(text, max(names, key=_natural_key))
+    return os.path.join(text, max(names, key=lambda name: _newest_key(name, suffix)))
 
 
+def _newest_key(name: str, suffix: str) -> tuple[bool, list[int], list[object]]:
+    """Numbered names first, then by their numbers, then by the whole name (``.h5``'s 5 is not a number)."""
+    numbers = [int(number) for number in re.findall(r"\d+", name[: -len(suffix)])]
+    return bool(numbers), numbers, _natural_key(name)

@@ -38,6 +38,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -47,13 +48,16 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from tensorflow.core.protobuf.trackable_object_graph_pb2 import TrackableObjectGraph
+
 from helpers.errors import NotACheckpointError, TrainingStateError
-from helpers.inspection import open_checkpoint, read_tensor
+from helpers.inspection import OBJECT_GRAPH_KEY, open_checkpoint, read_tensor
 
 __all__ = [
     "FolderAudit",
     "TrainingStateError",
     "audit_checkpoint_folder",
+    "checkpoint_misfits",
     "crash_and_resume",
     "fit_with_interruption",
     "free_ports",
@@ -147,15 +151,35 @@ def untracked_variables(*trackables: object) -> list:
 def _iterator_bytes(iterator: tf.data.Iterator, peek: int = 2) -> bytes:
     """What ``iterator`` yields next, read from a copy so that it does not move.
 
-    The serialized state of an iterator holds buffer addresses that change
-    from copy to copy, so the digest uses the next ``peek`` elements (with a
-    shuffle buffer, they pin the position down) and marks the end of the data.
+    The copy gets the position through a checkpoint of the iterator (written
+    to a temporary folder and read back). Neither of the two fuller identities
+    of a position is stable on TensorFlow 2.21, so the digest uses the next
+    ``peek`` elements (with a shuffle buffer they pin the position down) and
+    marks the end of the data:
+
+    * the checkpoint's bytes hold however many elements a prefetch stage
+      (``tf.data`` adds one by default) had buffered at that moment, so one
+      position gives different bytes from run to run;
+    * what a restored copy yields after the current epoch of a reshuffled
+      dataset depends on what other iterators over datasets with the same
+      seeds did in this process, so reading far ahead is not stable either.
+
+    The price: two positions whose next ``peek`` elements are equal (a
+    dataset repeated without shuffling, say) share a digest.
     """
     dataset = getattr(iterator, "_dataset", None)
     if dataset is None:
         raise TrainingStateError(f"cannot read the position of {type(iterator).__name__}: only tf.data iterators made with iter(dataset) are supported")
     copy = iter(dataset)
-    copy._restore(iterator._save())  # noqa: SLF001: the public way is a checkpoint round trip, same thing
+    with tempfile.TemporaryDirectory() as folder:
+        try:
+            saved = tf.train.Checkpoint(iterator=iterator).write(os.path.join(folder, "position"))
+        except (tf.errors.OpError, ValueError) as error:  # from_generator iterators cannot be checkpointed
+            raise TrainingStateError(
+                f"cannot read the position of this iterator: it cannot be checkpointed ({str(error).splitlines()[0][:160]}); "
+                "a tf.data pipeline built from tensors or files can"
+            ) from None
+        tf.train.Checkpoint(iterator=copy).read(saved).assert_consumed()
     hasher = hashlib.sha256()
     for _ in range(peek):
         element = copy.get_next_as_optional()
@@ -181,8 +205,11 @@ def state_digest(*trackables: object) -> str:
 
     Every ``tf.Variable`` (weights, optimizer slots and counters, the step,
     ``tf.random.Generator`` and Keras seed states) contributes its path,
-    dtype, shape and bytes; every ``tf.data`` iterator contributes what it
-    yields next. Objects are visited in a stable order (argument order, then
+    dtype, shape and bytes; every ``tf.data`` iterator contributes the next
+    two elements it yields, read from a copy restored from the iterator's
+    checkpoint (two positions with equal next elements, as in a dataset
+    repeated without shuffling, share a digest: see ``_iterator_bytes`` for
+    why the checkpoint itself cannot be hashed). Objects are visited in a stable order (argument order, then
     attribute names), so equal digests mean identical state. Raises
     ``TrainingStateError`` when given nothing, something that is not
     trackable, or an object that holds no state yet (an unbuilt model).
@@ -257,8 +284,12 @@ def train_resumably(
 
     ``checkpoint`` must track ``step`` and everything else the run needs (the
     model, the optimizer, random generators, data iterators). The newest
-    checkpoint in ``directory`` is restored first (every saved value must find
-    its object: a checkpoint of another program raises); ``train_step()`` runs
+    checkpoint in ``directory`` is restored first: every saved value must find
+    its object, with the same shape and dtype, and every object its value;
+    this is checked before anything is assigned (``checkpoint_misfits``), so
+    a checkpoint of another program, or one with extra objects, raises
+    ``TrainingStateError`` and changes nothing. So does a Keras 2
+    optimizer's state (see ``checkpoint_misfits``); ``train_step()`` runs
     once per step and must not touch ``step``, which this loop increments; a
     checkpoint is saved every ``save_every`` steps and at the end. ``stop_at``
     ends the run early (to simulate an interruption). ``before_save(n)`` is
@@ -289,8 +320,13 @@ def train_resumably(
                                           "patterns and cannot restore from it: use a folder name without them")
     manager = tf.train.CheckpointManager(checkpoint, folder, max_to_keep=max_to_keep)
     if manager.latest_checkpoint:
+        latest = manager.latest_checkpoint
+        problems = checkpoint_misfits(checkpoint, latest)  # before anything is assigned
+        if problems:
+            raise TrainingStateError(f"the newest checkpoint in {folder!r} does not fit this run, nothing was "
+                                     "restored:\n  " + "\n  ".join(problems))
         try:
-            checkpoint.restore(manager.latest_checkpoint).assert_existing_objects_matched()
+            checkpoint.restore(latest).assert_consumed()  # every saved value found its object, and back
         except AssertionError as error:
             raise TrainingStateError(
                 f"the newest checkpoint in {folder!r} does not fit this run: {str(error).splitlines()[0][:200]}"
@@ -304,6 +340,97 @@ def train_resumably(
                 before_save(int(step))
             manager.save(checkpoint_number=int(step))
     return manager.latest_checkpoint
+
+
+def checkpoint_misfits(checkpoint: tf.train.Checkpoint, prefix: str | os.PathLike) -> list[str]:
+    """What keeps ``checkpoint.restore(prefix)`` from restoring exactly; an empty list when it fits.
+
+    The saved object graph is walked from the root next to the live objects,
+    by the same child names TensorFlow matches on, without assigning
+    anything. Listed: saved values with no live object, live variables with
+    no saved value, values of another shape or dtype, and a Keras 2
+    optimizer's state meeting a Keras 3 optimizer. Both save slots under
+    ``optimizer/_variables/N``, but Keras 3 keeps ``learning_rate`` among
+    them (at index 1), so every slot would pair with its neighbour: carry
+    such state over with ``helpers.keras2.restore_keras2_checkpoint(path,
+    model, optimizer=optimizer)`` and save a Keras 3 checkpoint to resume
+    from.
+
+    Example:
+        >>> step = tf.Variable(0, dtype=tf.int64)
+        >>> path = tf.train.Checkpoint(step=step).write("fit/ckpt")              # doctest: +SKIP
+        >>> checkpoint_misfits(tf.train.Checkpoint(step=step, w=tf.Variable(1.0)), path)  # doctest: +SKIP
+        ["'w' has no saved value"]
+    """
+    prefix_text = os.fspath(prefix)
+    checkpoint.save_counter  # noqa: B018: made on first use, as every save does; the saved one needs it
+    reader = open_checkpoint(prefix_text)
+    try:
+        raw = read_tensor(reader, prefix_text, OBJECT_GRAPH_KEY)
+        graph = TrackableObjectGraph.FromString(raw if isinstance(raw, bytes) else raw.item())
+    except (NotACheckpointError, KeyError) as error:
+        return [f"it has no object graph ({error}): it was not written by tf.train.Checkpoint"]
+    shapes, dtypes = reader.get_variable_to_shape_map(), reader.get_variable_to_dtype_map()
+    live: dict[int, object] = {0: checkpoint}
+    paths: dict[int, str] = {0: ""}
+    problems: list[str] = []
+    queue = [0]
+    while queue:
+        node_id = queue.pop(0)
+        children = _children(live[node_id]) if not isinstance(live[node_id], _VARIABLES) else {}
+        for reference in graph.nodes[node_id].children:
+            path = f"{paths[node_id]}/{reference.local_name}".lstrip("/")
+            if reference.node_id in live:
+                continue
+            if reference.local_name not in children:
+                saved = _saved_keys(graph, reference.node_id)
+                if saved:
+                    problems.append(f"{path!r} is saved ({len(saved)} value(s)) but this run has no such object")
+                continue
+            live[reference.node_id], paths[reference.node_id] = children[reference.local_name], path
+            queue.append(reference.node_id)
+        if isinstance(live[node_id], keras.optimizers.Optimizer):
+            problems.extend(_keras2_optimizer(graph, node_id, live[node_id], paths[node_id]))
+    for node_id, obj in live.items():
+        values = [a for a in graph.nodes[node_id].attributes if a.name == "VARIABLE_VALUE"]
+        if isinstance(obj, _VARIABLES) and values:
+            key = values[0].checkpoint_key
+            saved_shape, saved_dtype = tuple(shapes.get(key, ())), dtypes.get(key)
+            if saved_shape != tuple(obj.shape) or (saved_dtype is not None and saved_dtype != tf.as_dtype(obj.dtype)):
+                problems.append(f"{paths[node_id]!r} is {saved_dtype.name if saved_dtype else '?'}{list(saved_shape)} "
+                                f"in the checkpoint, {tf.as_dtype(obj.dtype).name}{list(obj.shape)} in this run")
+    matched = {id(obj) for obj in live.values()}
+    for path, obj in _walk(checkpoint):
+        if isinstance(obj, _VARIABLES) and id(obj) not in matched and "<variables>" not in path:
+            problems.append(f"{path!r} has no saved value")
+    return problems
+
+
+def _saved_keys(graph: TrackableObjectGraph, start: int) -> list[str]:
+    keys, seen, queue = [], set(), [start]
+    while queue:
+        node_id = queue.pop()
+        if node_id in seen:
+            continue
+        seen.add(node_id)
+        keys.extend(a.checkpoint_key for a in graph.nodes[node_id].attributes)
+        queue.extend(reference.node_id for reference in graph.nodes[node_id].children)
+    return keys
+
+
+def _keras2_optimizer(graph: TrackableObjectGraph, node_id: int, optimizer, path: str) -> list[str]:
+    """A Keras 2 optimizer's saved ``_variables`` list lacks the learning rate Keras 3 keeps at index 1."""
+    children = {reference.local_name: reference.node_id for reference in graph.nodes[node_id].children}
+    if "_variables" not in children or "_learning_rate" not in children:
+        return []
+    listed = {reference.node_id for reference in graph.nodes[children["_variables"]].children}
+    live_rate = getattr(optimizer, "_learning_rate", None)
+    if children["_learning_rate"] in listed or not any(v is live_rate for v in optimizer.variables):
+        return []
+    return [f"{path!r} holds a Keras 2 optimizer's state: its learning rate is not among optimizer/_variables, "
+            "where Keras 3 keeps it at index 1, so every slot would pair with its neighbour. Carry it over "
+            "with helpers.keras2.restore_keras2_checkpoint(path, model, optimizer=optimizer), then save a "
+            "Keras 3 checkpoint to resume from"]
 
 
 # --------------------------------------------------------------------------- crashes

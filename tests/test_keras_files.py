@@ -16,7 +16,9 @@ import pytest
 import tensorflow as tf
 
 from helpers.errors import NotACheckpointError
+from tests.realfiles import copy_real, truncated
 from helpers.keras_files import (
+    ModelNotBuiltError,
     NotAKerasFileError,
     describe_keras_file,
     latest_keras_file,
@@ -125,7 +127,7 @@ def test_describe_refuses_a_missing_path_and_a_folder(tmp_path):
     "name, reason",
     [
         ("model", "does not end in .keras"),
-        ("model.h5", "legacy"),
+        ("model.h5", "truncated or damaged HDF5"),
         ("ckpt-1.index", "checkpoint's files"),
         ("ckpt-1.data-00000-of-00001", "checkpoint's files"),
     ],
@@ -258,12 +260,14 @@ def test_missing_from_file_in_a_changed_model(files):
     assert missing_from_file(same, files["weights"], include_optimizer=False) == []
 
 
-def test_missing_from_file_reports_an_unbuilt_optimizer(files):
+def test_missing_from_file_says_the_optimizer_is_not_built(files):
     fresh = _model()
     fresh.compile(keras.optimizers.Adam(0.01), "mse")
-    missing = missing_from_file(fresh, files["weights"])
-    assert missing == [name for name in owned_variables(fresh) if name.startswith("adam")]
-    assert len(missing) == 2  # iterations and learning rate: the slots do not exist yet
+    with pytest.raises(ModelNotBuiltError, match="optimizer 'adam.*' is not built.*optimizer.build"):
+        missing_from_file(fresh, files["weights"])
+    assert missing_from_file(fresh, files["weights"], include_optimizer=False) == []
+    fresh.optimizer.build(fresh.trainable_variables)  # the route the message names
+    assert missing_from_file(fresh, files["weights"]) == []
 
 
 def test_missing_from_file_exact_even_when_the_file_holds_the_markers(tmp_path):
@@ -333,3 +337,163 @@ def test_owned_variables_in_a_subclassed_model_with_a_dict(tmp_path):
     assert names[2:] == ["net/offsets['low']", "net/offsets['high']"]
     net.save_weights(tmp_path / "net.weights.h5")
     assert missing_from_file(net, tmp_path / "net.weights.h5") == names[2:]
+
+
+# --------------------------------------------------------------------------- nothing changes (issue 22, item 5)
+
+
+def _trained_adam(tmp_path):
+    model = _model()
+    model.compile(keras.optimizers.Adam(0.01), "mse")
+    model.fit(X, Y, epochs=2, verbose=0)
+    model.save_weights(tmp_path / "early.weights.h5")
+    model.fit(X, Y, epochs=1, verbose=0)  # the model moves on: the file holds older values
+    return model
+
+
+def _values(model) -> list[np.ndarray]:
+    return [np.array(v.numpy(), copy=True) for v in [*model.variables, *model.optimizer.variables]]
+
+
+@pytest.mark.parametrize("include_optimizer", [True, False])
+def test_missing_from_file_leaves_the_optimizer_alone(tmp_path, include_optimizer):
+    model = _trained_adam(tmp_path)
+    before = _values(model)
+    assert missing_from_file(model, tmp_path / "early.weights.h5", include_optimizer=include_optimizer) == []
+    after = _values(model)
+    assert all(np.array_equal(a, b) for a, b in zip(before, after))  # iterations and slots too
+    assert int(model.optimizer.iterations) == 3
+
+
+def test_missing_from_file_leaves_an_adapted_layer_alone(tmp_path):
+    data = np.random.default_rng(3).normal(50.0, 20.0, size=(32, 3)).astype("float32")
+    norm = keras.layers.Normalization(name="norm")
+    norm.adapt(data)
+    model = keras.Sequential([keras.Input((3,)), norm, keras.layers.Dense(1, name="out")])
+    model.save_weights(tmp_path / "adapted.weights.h5")
+    norm.adapt(data * 3.0 + 7.0)  # adapted again: the file holds other statistics
+    answer = model(data[:4]).numpy()
+    assert missing_from_file(model, tmp_path / "adapted.weights.h5") == []
+    np.testing.assert_array_equal(model(data[:4]).numpy(), answer)  # the derived mean and variance too
+
+
+@keras.saving.register_keras_serializable("test_keras_files")
+class LayersInBuild(keras.Model):
+    """Makes its layer in build(): reloads from .keras with that layer never built."""
+
+    def build(self, shape):
+        self.inner = keras.layers.Dense(2, name="inner")
+
+    def call(self, x):
+        return self.inner(x)
+
+
+def test_missing_from_file_reports_layers_a_reload_never_built(tmp_path):
+    net = LayersInBuild()
+    net(X)
+    net.save(tmp_path / "net.keras")
+    reloaded = keras.models.load_model(tmp_path / "net.keras")
+    assert reloaded.built and not reloaded.inner.built  # no error from Keras
+    with pytest.raises(ModelNotBuiltError, match="'inner'.*never built.*fresh random"):
+        missing_from_file(reloaded, tmp_path / "net.keras")
+    reloaded(X)  # built now, with fresh random weights; the file holds values for all of them
+    assert missing_from_file(reloaded, tmp_path / "net.keras") == []
+
+
+# --------------------------------------------------------------------------- real files (Keras 2.15)
+
+
+def _keras2_twin() -> keras.Model:
+    """The Keras 3 twin of tests/data/tf215's functional_bn."""
+    keras.utils.set_random_seed(1)
+    inputs = keras.Input((5,))
+    hidden = keras.layers.BatchNormalization()(keras.layers.Dense(6)(inputs))
+    outputs = keras.layers.Dense(2)(keras.layers.Activation("relu")(hidden))
+    return keras.Model(inputs, outputs)
+
+
+def test_real_keras2_weights_file_with_an_unbuilt_optimizer(tmp_path):
+    path = copy_real("tf215", "functional_bn_weights_new", tmp_path)  # written by Keras 2.15
+    model = _keras2_twin()
+    model.compile(keras.optimizers.Adam(0.01), "mse")
+    with pytest.raises(ModelNotBuiltError, match="not built.*the file holds 13 optimizer values"):
+        missing_from_file(model, path)
+    assert missing_from_file(model, path, include_optimizer=False) == []
+    model.optimizer.build(model.trainable_variables)
+    missing = missing_from_file(model, path)  # Keras 2's 13 values do not fit Keras 3's 14
+    optimizer = [name for name in owned_variables(model) if name not in owned_variables(model, False)]
+    assert len(optimizer) == 14 and missing == optimizer
+
+
+def test_real_keras2_archive_leaves_the_model_alone(tmp_path):
+    path = copy_real("tf215", "functional_bn_keras", tmp_path)
+    model = _keras2_twin()
+    model.compile(keras.optimizers.Adam(0.01), "mse")
+    model.fit(np.ones((4, 5), "float32"), np.ones((4, 2), "float32"), verbose=0)
+    before = _values(model) + [np.array(v.numpy()) for v in model.metrics_variables]
+    missing_from_file(model, path)
+    after = _values(model) + [np.array(v.numpy()) for v in model.metrics_variables]
+    assert all(np.array_equal(a, b) for a, b in zip(before, after))
+
+
+def test_a_truncated_legacy_h5_is_called_truncated(tmp_path):
+    path = truncated(copy_real("tf215", "functional_bn", tmp_path), tmp_path / "cut.h5", 0.5)
+    with pytest.raises(NotAKerasFileError, match="truncated or damaged HDF5") as caught:
+        describe_keras_file(path)
+    assert "zip" not in str(caught.value)
+
+
+@pytest.mark.parametrize("name, route", [
+    ("functional_bn", "load_model"), ("functional_bn_weights", "load_weights"),
+])
+def test_a_legacy_h5_gets_the_route_that_reads_it(tmp_path, name, route):
+    path = copy_real("tf215", name, tmp_path)
+    with pytest.raises(NotAKerasFileError, match=f"legacy .*{route}"):
+        describe_keras_file(path)
+    if route == "load_model":
+        keras.models.load_model(path, compile=False)  # the advice works
+    else:
+        _keras2_twin().load_weights(path)
+
+
+def test_a_checkpoint_prefix_is_named(tmp_path):
+    from helpers.inspection import describe_checkpoint
+    from helpers.keras2 import restore_keras2_checkpoint
+
+    prefix = copy_real("tf215", "ckpt_keras2_noopt", tmp_path)
+    with pytest.raises(NotAKerasFileError, match="checkpoint prefix.*describe_checkpoint.*restore_keras2_checkpoint"):
+        describe_keras_file(prefix)
+    with pytest.raises(NotAKerasFileError, match="checkpoint prefix"):
+        missing_from_file(_keras2_twin(), prefix)
+    assert len(describe_checkpoint(prefix).keys) > 0  # the routes the message names work
+    restore_keras2_checkpoint(prefix, _keras2_twin())
+
+
+@pytest.mark.parametrize("name, words", [
+    ("savedmodel_keras2", "SavedModel folder.*describe_saved_model"),
+    ("manager", "checkpoints.*describe_checkpoint"),
+])
+def test_a_folder_is_named(tmp_path, name, words):
+    path = copy_real("tf215", name, tmp_path)
+    with pytest.raises(NotAKerasFileError, match=words):
+        describe_keras_file(path)
+
+
+# --------------------------------------------------------------------------- latest_keras_file (item 6)
+
+
+def test_latest_keras_file_prefers_the_newest_numbered_file(tmp_path):
+    for name in ("model-9.weights.h5", "model-10.weights.h5", "model.weights.h5", "best.weights.h5"):
+        (tmp_path / name).write_bytes(b"")
+    assert latest_keras_file(tmp_path) == os.path.join(str(tmp_path), "model-10.weights.h5")
+
+
+def test_latest_keras_file_ties_and_unnumbered_files(tmp_path):
+    (tmp_path / "model.weights.h5").write_bytes(b"")
+    (tmp_path / "best.weights.h5").write_bytes(b"")
+    assert latest_keras_file(tmp_path) == os.path.join(str(tmp_path), "model.weights.h5")  # by name
+    (tmp_path / "model-05.weights.h5").write_bytes(b"")
+    (tmp_path / "model-5.weights.h5").write_bytes(b"")
+    assert latest_keras_file(tmp_path) == os.path.join(str(tmp_path), "model-5.weights.h5")
+    (tmp_path / "model-03-0.12.weights.h5").write_bytes(b"")  # epoch, then a loss: the epoch decides
+    assert latest_keras_file(tmp_path) == os.path.join(str(tmp_path), "model-5.weights.h5")

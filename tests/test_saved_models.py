@@ -328,3 +328,39 @@ def test_cli_failure_is_reported(tf1_model):
 def test_a_path_that_is_not_a_path(bad):
     with pytest.raises((TypeError, ValueError), match="SavedModel folder"):
         describe_saved_model(bad)
+
+
+# --------------------------------------------------------------------------- real files (TF 2.15, issue 22 item 7)
+
+from tests.realfiles import copy_real, truncated  # noqa: E402
+
+
+def test_real_tf1_builder_assets_are_listed(tmp_path):
+    folder = copy_real("tf215", "tf1_builder", tmp_path)  # assets only in collection_def['saved_model_assets']
+    description = describe_saved_model(folder)
+    assert [asset.filename for asset in description.assets] == ["vocab.txt"]
+    assert description.missing_assets == []
+    assert "assets: vocab.txt" in repr(description)
+
+
+def test_real_tf1_builder_deleted_asset_is_reported(tmp_path):
+    folder = copy_real("tf215", "tf1_builder", tmp_path)
+    (folder / "assets" / "vocab.txt").unlink()
+    description = describe_saved_model(folder)
+    assert description.missing_assets == ["vocab.txt"]
+    assert "vocab.txt (MISSING)" in repr(description)
+
+
+@pytest.mark.parametrize("name", ["savedmodel_keras2", "savedmodel_tf", "tf_module"])
+def test_real_truncated_variables_data_is_reported(tmp_path, name):
+    folder = copy_real("tf215", name, tmp_path)
+    data = folder / "variables" / "variables.data-00000-of-00001"
+    full = data.stat().st_size
+    truncated(data, tmp_path / "third", 1 / 3).replace(data)
+    with pytest.raises(NotASavedModelError, match=f"truncated .*index places values up to {full} B"):
+        describe_saved_model(folder)
+
+
+def test_real_complete_saved_models_still_describe(tmp_path):
+    for name in ("savedmodel_keras2", "savedmodel_tf", "tf_module", "tf1_builder", "hub_module"):
+        assert describe_saved_model(copy_real("tf215", name, tmp_path / name)).variable_count > 0
