@@ -25,10 +25,10 @@ Example:
     >>> tf.saved_model.save(Double(), "double")                      # doctest: +SKIP
     >>> describe_saved_model("double")                                # doctest: +SKIP
     SavedModel 'double': TF2 (object graph), written by TensorFlow 2.21.0
-    tag-set   signature        in/out  key  dtype    shape
-    --------  ---------------  ------  ---  -------  -------
-    serve     serving_default  in      x    float32  (None,)
-                               out     y    float32  (None,)
+    tag-set  signature        in/out  key  dtype    shape
+    -------  ---------------  ------  ---  -------  -------
+    serve    serving_default  in      x    float32  (None,)
+                              out     y    float32  (None,)
     variables: 0 values, 0 B
 """
 
@@ -121,7 +121,9 @@ class SavedModelDescription:
 
     ``tf1_meta_graph`` is True when a meta graph has no object graph: it was
     written by TF1-style graph code (``tf.compat.v1.saved_model.Builder`` or
-    ``simple_save``), and ``tf.saved_model.load`` gives only its signatures.
+    ``simple_save``): ``tf.saved_model.load`` gives its signatures and
+    variables, plus ``prune``, ``restore``, ``graph`` and ``initializer``, but
+    no restored methods.
     ``variable_count`` and ``variable_bytes`` count the values stored in
     ``variables/``.
     """
