@@ -25,11 +25,11 @@ __all__ = ["check_freeze_for_serving", "check_frozen_callable", "check_float16_l
 _VARIABLE_OPS = {"VarHandleOp", "VariableV2", "Variable", "ReadVariableOp"}
 
 
-def _model(n_in: int, n_out: int, seed: int, input_name: str) -> keras.Model:
+def _model(n_in: int, n_out: int, seed: int, input_name: str, width: int = 8) -> keras.Model:
     """Dense -> BatchNormalization (moved statistics) -> Dropout -> Dense, biases non-zero."""
     rng = np.random.default_rng(seed)
     inputs = keras.Input((n_in,), name=input_name)
-    hidden = keras.layers.Dense(8, activation="relu", name="hidden")
+    hidden = keras.layers.Dense(width, activation="relu", name="hidden")
     norm = keras.layers.BatchNormalization(name="norm")
     head = keras.layers.Dense(n_out, name="head")
     outputs = head(keras.layers.Dropout(0.4, name="drop")(norm(hidden(inputs))))
@@ -125,8 +125,11 @@ def check_frozen_callable(frozen_callable: Callable[[str, str, str], Callable[[n
                 got = run(batch)
                 require(isinstance(got, np.ndarray), f"the function returned {type(got).__name__}; "
                                                      "return a NumPy array (.numpy())")
-                require(got.shape == want.shape, f"the answer has shape {got.shape}, expected {want.shape} "
-                                                 "(keep the batch axis, even for one row)")
+                require(got.ndim == want.ndim and got.shape[0] == want.shape[0],
+                        f"the answer has shape {got.shape}, expected {want.shape} "
+                        "(keep the batch axis, even for one row)")
+                require(got.shape == want.shape, f"the answer has shape {got.shape}: it is not the tensor "
+                                                 f"{outputs[wanted]!r}; fetch the output_name you are given")
                 require(np.allclose(got, want, atol=1e-5),
                         f"the answer is not the tensor {outputs[wanted]!r}: fetch the output_name you are given")
             require(open(frozen.path, "rb").read() == before, "the .pb file was changed: only read it")
@@ -156,7 +159,7 @@ def _litert_answer(content: bytes, batch: np.ndarray) -> tuple[np.ndarray, set[s
 @exercise_check("14.3")
 def check_float16_litert(float16_litert: Callable[[keras.Model], bytes]) -> str:
     for seed, (n_in, input_name) in enumerate([(6, "signal"), (4, "row")], start=1):
-        model = _model(n_in, 3, seed, input_name)
+        model = _model(n_in, 3, seed, input_name, width=256)  # big enough for int8 weights (1024+)
         weights = [w.numpy().copy() for w in model.weights]
         with quietly():
             content = float16_litert(model)
