@@ -16,7 +16,9 @@ NotAKerasFileError`` works as well).
   ``UnwritableValueError``, ``TrainingStateError``): arguments that do not
   line up with what a recipe needs;
 * ``WouldOverwriteError``, ``SignatureNotFoundError``, ``ModelNotBuiltError``,
-  ``LegacyModelError`` (a Keras 2 configuration Keras 3 cannot rebuild).
+  ``LegacyModelError`` (a Keras 2 configuration Keras 3 cannot rebuild),
+  ``NotAModelFileError`` (a subclass of ``NotACheckpointError``), ``TensorNotFoundError``
+  and ``FreezeError`` (a model to run without TensorFlow, chapter 14).
 """
 
 from __future__ import annotations
@@ -402,3 +404,51 @@ class LegacyModelError(ValueError):
         lines = [f"Keras 3 cannot rebuild the Keras 2 model{where}:"]
         lines += [f"  {problem}" for problem in self.problems]
         super().__init__("\n".join(lines + [f"  route: {route}"]))
+
+
+class NotAModelFileError(NotACheckpointError):
+    """A file that should hold a model to run without Keras (a frozen GraphDef ``.pb``, a LiteRT
+    ``.tflite``, an ``.onnx`` file, a SavedModel folder) is missing, damaged or of another kind.
+
+    Example:
+        >>> raise NotAModelFileError("model.bin", "not a kind the recipe knows")
+        Traceback (most recent call last):
+        ...
+        helpers.errors.NotAModelFileError: 'model.bin' is not a readable model file: not a kind the recipe knows
+    """
+
+    def __init__(self, path: str | os.PathLike, reason: str) -> None:
+        super().__init__(os.fsdecode(path), reason)
+        self.args = (f"{self.path!r} is not a readable model file: {reason}",)
+
+
+class TensorNotFoundError(ValueError):
+    """Tensor names a frozen graph does not have; the message lists names it does have.
+
+    Example:
+        >>> raise TensorNotFoundError("frozen.pb", ["input:0"], ["features:0"])
+        Traceback (most recent call last):
+        ...
+        helpers.errors.TensorNotFoundError: 'frozen.pb' has no tensor 'input:0'; candidates: 'features:0'
+    """
+
+    def __init__(self, path: str, missing: Iterable[str], candidates: Iterable[str]) -> None:
+        self.path, self.missing, self.candidates = path, list(missing), list(candidates)
+        have = ", ".join(repr(name) for name in self.candidates) or "none"
+        word = "tensor" if len(self.missing) == 1 else "tensors"
+        super().__init__(f"{path!r} has no {word} {_quote(self.missing)}; candidates: {have}")
+
+
+class FreezeError(ValueError):
+    """A model or function that cannot be frozen into constants, with the reason and what works.
+
+    Example:
+        >>> raise FreezeError("the function updates a variable (AssignAddVariableOp)", "freeze inference only")
+        Traceback (most recent call last):
+        ...
+        helpers.errors.FreezeError: cannot freeze: the function updates a variable (AssignAddVariableOp); freeze inference only
+    """
+
+    def __init__(self, reason: str, route: str) -> None:
+        self.reason, self.route = reason, route
+        super().__init__(f"cannot freeze: {reason}; {route}")

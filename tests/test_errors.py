@@ -25,8 +25,11 @@ MOVED = [
     ("keras2", "Keras2RunError", RuntimeError),
     ("keras2", "LegacyModelError", ValueError),
     ("resume", "TrainingStateError", ValueError),
+    ("deploy", "NotAModelFileError", ValueError),
+    ("deploy", "TensorNotFoundError", ValueError),
+    ("deploy", "FreezeError", ValueError),
 ]
-TOPICS = ["cloning", "ensembles", "files", "inspection", "keras2", "keras_files", "metagraph", "migration",
+TOPICS = ["cloning", "deploy", "ensembles", "files", "inspection", "keras2", "keras_files", "metagraph", "migration",
           "object_graph", "resume", "saved_models", "scopes", "state_sync", "timing"]
 
 

@@ -1,0 +1,186 @@
+"""Checks for notebook 14 (a model without TensorFlow: frozen graphs, LiteRT).
+
+Each check builds its own Keras model (non-zero biases, BatchNormalization with
+moved statistics, Dropout, names other than the notebook's) in a fresh
+temporary folder, calls the learner's function, and proves the answer by outputs.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable
+from typing import Any
+
+import keras
+import numpy as np
+import tensorflow as tf
+from google.protobuf.message import DecodeError
+
+from helpers.checks import exercise_check, require
+from helpers.deploy import freeze_graph, quietly
+
+__all__ = ["check_freeze_for_serving", "check_frozen_callable", "check_float16_litert"]
+
+_VARIABLE_OPS = {"VarHandleOp", "VariableV2", "Variable", "ReadVariableOp"}
+
+
+def _model(n_in: int, n_out: int, seed: int, input_name: str, width: int = 8) -> keras.Model:
+    """Dense -> BatchNormalization (moved statistics) -> Dropout -> Dense, biases non-zero."""
+    rng = np.random.default_rng(seed)
+    inputs = keras.Input((n_in,), name=input_name)
+    hidden = keras.layers.Dense(width, activation="relu", name="hidden")
+    norm = keras.layers.BatchNormalization(name="norm")
+    head = keras.layers.Dense(n_out, name="head")
+    outputs = head(keras.layers.Dropout(0.4, name="drop")(norm(hidden(inputs))))
+    model = keras.Model(inputs, outputs, name=f"model_{seed}")
+    for variable in model.weights:
+        values = rng.uniform(0.2, 1.0, size=variable.shape).astype("float32")
+        variable.assign(values * rng.choice([-1.0, 1.0], size=variable.shape) if "kernel" in variable.path
+                        else values)
+    return model
+
+
+def _batch(n: int, n_in: int, seed: int) -> np.ndarray:
+    return np.random.default_rng(100 + seed).normal(size=(n, n_in)).astype("float32")
+
+
+def _expected(model: keras.Model, batch: np.ndarray) -> np.ndarray:
+    return np.asarray(model(batch, training=False))
+
+
+# --------------------------------------------------------------------------- 14.1
+
+
+@exercise_check("14.1")
+def check_freeze_for_serving(freeze_for_serving: Callable[[keras.Model, str], str]) -> str:
+    from helpers.deploy import load_frozen_graph
+
+    for seed, (n_in, n_out, input_name) in enumerate([(5, 3, "readings"), (3, 2, "sensor_values")], start=1):
+        model = _model(n_in, n_out, seed, input_name)
+        with tempfile.TemporaryDirectory() as scratch:
+            path = os.path.join(scratch, f"frozen {seed}.pb")
+            name = freeze_for_serving(model, path)
+            require(isinstance(name, str), f"freeze_for_serving returned {type(name).__name__}; return the "
+                                           "output tensor's name, a str such as 'Identity:0'")
+            require(os.path.isfile(path), "no file at `path`: write the frozen GraphDef there (one file)")
+            graph_def = tf.compat.v1.GraphDef()
+            try:
+                graph_def.ParseFromString(open(path, "rb").read())
+            except DecodeError:
+                require(False, "the file is not a binary GraphDef: a text .pbtxt? Write "
+                               "graph_def.SerializeToString() (tf.io.write_graph(..., as_text=False))")
+            nodes = {node.name: node for node in graph_def.node}
+            variables = sorted({node.op for node in graph_def.node if node.op in _VARIABLE_OPS})
+            require(not variables, f"the graph still reads variables ({', '.join(variables)}): it is not "
+                                   "frozen; convert_variables_to_constants_v2 turns them into constants")
+            placeholders = [node for node in graph_def.node if node.op == "Placeholder"]
+            require(len(placeholders) == 1, f"the graph has {len(placeholders)} placeholders; it should take "
+                                            "exactly the model's one input")
+            (placeholder,) = placeholders
+            dtype = tf.dtypes.as_dtype(placeholder.attr["dtype"].type)
+            require(dtype == tf.float32, f"the input is {dtype.name}; the prompt says float32 "
+                                         "(the dtype of the TensorSpec you trace with)")
+            dims = [dim.size for dim in placeholder.attr["shape"].shape.dim]
+            require(bool(dims) and dims[0] == -1, f"the input's shape is fixed at {dims}: a frozen graph "
+                                                  "keeps its traced shape; trace with batch size None")
+            require(":" in name, f"{name!r} is an op name; return a tensor name (op name, ':', output index)")
+            require(name.split(":")[0] in nodes, f"{name!r} is not in the frozen graph; the frozen "
+                                                 "function's .outputs hold the names")
+            require(name.split(":")[0] != placeholder.name, f"{name!r} is the input; return the output's name")
+            run = load_frozen_graph(path, f"{placeholder.name}:0", name)
+            for rows in (7, 1):
+                batch = _batch(rows, n_in, seed)
+                got, want = np.asarray(run(batch)), _expected(model, batch)
+                require(got.shape == want.shape, f"the output has shape {got.shape}, the model's {want.shape}")
+                require(np.allclose(got, want, atol=1e-5),
+                        "the frozen graph's answers differ from model(x, training=False): freeze the "
+                        "inference function of this model, with its trained weights")
+    return ("each .pb is a binary frozen GraphDef with one float32 input of any batch size, and the named "
+            "output equals model(x, training=False)")
+
+
+# --------------------------------------------------------------------------- 14.2
+
+
+@exercise_check("14.2")
+def check_frozen_callable(frozen_callable: Callable[[str, str, str], Callable[[np.ndarray], np.ndarray]]) -> str:
+    cases = [("temperatures", "aux", 4), ("pixels_flat", "score", 6)]
+    for seed, (input_name, wanted, n_in) in enumerate(cases, start=1):
+        model = _model(n_in, 3, seed, input_name)
+        aux = keras.layers.Dense(2, bias_initializer="ones", name="aux_head")
+        aux.build((None, n_in))
+        spec = tf.TensorSpec([None, n_in], tf.float32, name=input_name)
+        function = tf.function(lambda x: {"score": model(x, training=False), "aux": aux(x)},
+                               input_signature=[spec])
+        with tempfile.TemporaryDirectory() as scratch:
+            frozen = freeze_graph(function, os.path.join(scratch, "given [v2].pb"))
+            outputs = dict(zip(sorted(["score", "aux"]), frozen.outputs))  # outputs follow sorted keys
+            before = open(frozen.path, "rb").read()
+            run = frozen_callable(frozen.path, frozen.inputs[0], outputs[wanted])
+            require(callable(run), f"frozen_callable returned {type(run).__name__}; return a function")
+            for rows in (5, 1):
+                batch = _batch(rows, n_in, seed)
+                want = np.asarray(model(batch, training=False) if wanted == "score" else aux(batch))
+                got = run(batch)
+                require(isinstance(got, np.ndarray), f"the function returned {type(got).__name__}; "
+                                                     "return a NumPy array (.numpy())")
+                require(got.ndim == want.ndim and got.shape[0] == want.shape[0],
+                        f"the answer has shape {got.shape}, expected {want.shape} "
+                        "(keep the batch axis, even for one row)")
+                require(got.shape == want.shape, f"the answer has shape {got.shape}: it is not the tensor "
+                                                 f"{outputs[wanted]!r}; fetch the output_name you are given")
+                require(np.allclose(got, want, atol=1e-5),
+                        f"the answer is not the tensor {outputs[wanted]!r}: fetch the output_name you are given")
+            require(open(frozen.path, "rb").read() == before, "the .pb file was changed: only read it")
+    return "the callables fetch the named output of each frozen graph, as NumPy arrays, for any batch size"
+
+
+# --------------------------------------------------------------------------- 14.3
+
+
+def _litert_answer(content: bytes, batch: np.ndarray) -> tuple[np.ndarray, set[str], Any]:
+    from ai_edge_litert.interpreter import Interpreter
+
+    with quietly():
+        interpreter = Interpreter(model_content=content)
+        detail = interpreter.get_input_details()[0]
+        interpreter.resize_tensor_input(detail["index"], batch.shape)
+        interpreter.allocate_tensors()
+    dtypes = {np.dtype(t["dtype"]).name for t in interpreter.get_tensor_details()
+              if t["dtype"] is not None and np.dtype(t["dtype"]).kind in "fiu"}
+    if detail["dtype"] != np.float32:
+        return np.empty(0), dtypes, detail["dtype"]
+    interpreter.set_tensor(detail["index"], batch)
+    interpreter.invoke()
+    return interpreter.get_tensor(interpreter.get_output_details()[0]["index"]), dtypes, detail["dtype"]
+
+
+@exercise_check("14.3")
+def check_float16_litert(float16_litert: Callable[[keras.Model], bytes]) -> str:
+    for seed, (n_in, input_name) in enumerate([(6, "signal"), (4, "row")], start=1):
+        model = _model(n_in, 3, seed, input_name, width=256)  # big enough for int8 weights (1024+)
+        weights = [w.numpy().copy() for w in model.weights]
+        with quietly():
+            content = float16_litert(model)
+        require(isinstance(content, (bytes, bytearray)), f"float16_litert returned {type(content).__name__}; "
+                                                         "return the converted model's bytes (convert())")
+        require(bytes(content[4:8]) == b"TFL3", "the bytes are not a LiteRT flatbuffer (no 'TFL3' tag)")
+        batch = _batch(5, n_in, seed)
+        got, dtypes, input_dtype = _litert_answer(bytes(content), batch)
+        require(np.dtype(input_dtype) == np.float32, f"the model takes {np.dtype(input_dtype).name} input; "
+                                                     "float16 quantization keeps float32 inputs")
+        require("float16" in dtypes or "int8" not in dtypes,
+                "the weights are int8: that is dynamic-range quantization; float16 needs "
+                "target_spec.supported_types = [tf.float16] as well")
+        require("float16" in dtypes, "no float16 tensor in the file: the weights stayed float32. Set "
+                                     "optimizations = [tf.lite.Optimize.DEFAULT] and supported_types")
+        want = _expected(model, batch)
+        require(got.shape == want.shape, f"the output has shape {got.shape}, the model's {want.shape}")
+        require(bool(np.all(np.isfinite(got))) and np.allclose(got, want, atol=2e-2, rtol=1e-2),
+                "the file's answers differ from model(x, training=False) by more than float16 rounding: "
+                "convert this model (from_keras_model, or a SavedModel) and compare outputs")
+        require(all(np.array_equal(a, w.numpy()) for a, w in zip(weights, model.weights)),
+                "the model's weights changed: converting must leave the model as it was")
+    return ("each answer is a LiteRT flatbuffer with float16 weights and float32 input whose outputs match "
+            "the model's within 2e-2")
