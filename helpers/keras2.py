@@ -19,6 +19,7 @@ None of the recipes overwrites an existing file.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import importlib.util
 import json
@@ -45,9 +46,10 @@ from helpers.errors import (
     ModelNotBuiltError,
     NotACheckpointError,
     NotAKeras2CheckpointError,
+    NotWritableError,
     first_line,
 )
-from helpers.files import path_text, refuse_existing
+from helpers.files import checkpoint_files_at, path_text, refuse_existing, refuse_unwritable
 from helpers.migration import RestoreReport, restore_name_based
 from helpers.notebook import wrap_output
 from helpers.object_graph import NameBasedCheckpointError, ObjectGraph, checkpoint_paths, read_object_graph
@@ -181,6 +183,9 @@ def _subtree_keys(graph: ObjectGraph, children: dict, start: int) -> set[str]:
 
 
 def _read_keras2_graph(ckpt_path: str | os.PathLike) -> ObjectGraph:
+    text = os.fspath(ckpt_path)
+    if os.path.isfile(text) and _is_hdf5(text):
+        raise NotAKeras2CheckpointError(ckpt_path, _h5_route(text))
     try:
         graph = read_object_graph(ckpt_path, include_empty=True)
     except NameBasedCheckpointError:
@@ -189,13 +194,36 @@ def _read_keras2_graph(ckpt_path: str | os.PathLike) -> ObjectGraph:
         ) from None
     names = {edge.name for edge in graph.edges}
     if names & _KERAS3_EDGES:
+        # Checkpoint.save stores a save counter, Checkpoint.write does not: restore() expects one, read() not.
+        saved = any(node.checkpoint_key and node.checkpoint_key.startswith("save_counter/") for node in graph.nodes)
+        route = "restore(path).assert_consumed()" if saved else "read(path).assert_consumed() (written with " \
+            "Checkpoint.write: no save counter, which restore() would expect)"
         raise NotAKeras2CheckpointError(
             ckpt_path,
             "Keras 3 wrote it (its object graph has Keras 3 edges such as "
-            f"{sorted(names & _KERAS3_EDGES)[0]!r}): restore it with "
-            "tf.train.Checkpoint(model=model).restore(path).assert_consumed()",
+            f"{sorted(names & _KERAS3_EDGES)[0]!r}): restore it with tf.train.Checkpoint(model=model).{route}",
         )
     return graph
+
+
+def _is_hdf5(path: str) -> bool:
+    with open(path, "rb") as file:
+        return file.read(8) == b"\x89HDF\r\n\x1a\n"
+
+
+def _h5_route(path: str) -> str:
+    """What an HDF5 file given as a checkpoint is, and the recipe that reads it."""
+    try:
+        with _open_h5(path) as file:
+            group = file["model_weights"] if "model_weights" in file else file
+            legacy = "layer_names" in group.attrs
+    except NotACheckpointError as error:
+        return f"an HDF5 file, not a TF-format checkpoint, and {error.reason}"
+    if legacy:
+        return ("an HDF5 file (a legacy Keras .h5), not a TF-format checkpoint: read it with "
+                "convert_legacy_h5(path, 'm.weights.h5', model=model)")
+    return ("an HDF5 file (a .weights.h5), not a TF-format checkpoint: read it with model.load_weights(path) "
+            "(the file name must end in .weights.h5)")
 
 
 def _model_node(graph: ObjectGraph, children: dict) -> int:
@@ -425,16 +453,43 @@ class LegacyH5:
         return "\n".join(lines)
 
 
+_DAMAGED = "a damaged HDF5 file (truncated or corrupted: its signature is there, its contents are not): copy it again"
+
+
+@contextlib.contextmanager
 def _open_h5(path: str | os.PathLike):
+    """An ``h5py.File``, read-only; every way h5py fails on reading it becomes ``NotACheckpointError``."""
     import h5py
 
     text = os.fspath(path)
     if not os.path.isfile(text):
-        raise NotACheckpointError(text, "no such file")
+        raise NotACheckpointError(text, _not_a_file_reason(text))
     try:
-        return h5py.File(text, "r")
+        file = h5py.File(text, "r")
     except OSError:
         raise NotACheckpointError(text, _not_hdf5_reason(text)) from None
+    try:
+        with file:
+            yield file
+    except (OSError, RuntimeError, KeyError) as error:  # h5py on a damaged header, group or dataset
+        raise NotACheckpointError(text, f"{_DAMAGED} ({first_line(error)})") from None
+
+
+def _not_a_file_reason(path: str) -> str:
+    """What a path that is no file is (a checkpoint prefix, a SavedModel, a folder), and what reads it."""
+    if os.path.isdir(path):
+        if any(os.path.isfile(os.path.join(path, name)) for name in ("saved_model.pb", "saved_model.pbtxt")):
+            return ("a SavedModel folder, not a legacy .h5: serve it with keras.layers.TFSMLayer(path, "
+                    "call_endpoint='serving_default'), or restore its variables into a Keras 3 twin with "
+                    "restore_keras2_checkpoint(path, twin)")
+        if os.path.isfile(os.path.join(path, "checkpoint")) or any(n.endswith(".index") for n in os.listdir(path)):
+            return ("a folder of TF-format checkpoints, not a legacy .h5: restore_keras2_checkpoint(path, twin) "
+                    "reads its newest one into a Keras 3 twin")
+        return "a folder, not a legacy .h5 file"
+    if checkpoint_files_at(path):
+        return ("a TF-format checkpoint prefix (Keras 2 save_weights or tf.train.Checkpoint), not a legacy .h5: "
+                "restore it into a Keras 3 twin with restore_keras2_checkpoint(path, twin)")
+    return "no such file"
 
 
 def _not_hdf5_reason(path: str) -> str:
@@ -442,7 +497,7 @@ def _not_hdf5_reason(path: str) -> str:
     with open(path, "rb") as file:
         head = file.read(8)
     if head.startswith(b"\x89HDF"):
-        return "a damaged HDF5 file (truncated or corrupted: its signature is there, its contents are not): copy it again"
+        return _DAMAGED
     if head.startswith(b"PK"):
         import zipfile
 
@@ -451,6 +506,11 @@ def _not_hdf5_reason(path: str) -> str:
                 version = json.loads(archive.read("metadata.json")).get("keras_version", "?")
         except (zipfile.BadZipFile, KeyError, ValueError):
             return "a zip file that is not a readable .keras file (truncated or another archive)"
+        if version.startswith(("2.12", "2.13")):  # their own layout: layers keyed _layer_checkpoint_dependencies/...
+            return (f"a .keras file written by Keras {version}, whose layout neither keras.models.load_model nor "
+                    "twin.load_weights reads (Keras 3 and tf-keras 2.21 both fail on it): open it once with Keras "
+                    f"{version} (the version that wrote it), save_weights('m.h5'), then "
+                    "convert_legacy_h5('m.h5', 'm.weights.h5', model=twin)")
         if version.startswith("2."):
             return (f"a .keras file written by Keras {version}, which keras.models.load_model cannot rebuild: "
                     "build the model in Keras 3 code and read the weights with twin.load_weights(path)")
@@ -472,10 +532,7 @@ def describe_legacy_h5(path: str | os.PathLike) -> LegacyH5:
     with _open_h5(path) as file:
         group = file["model_weights"] if "model_weights" in file else file
         if "layer_names" not in group.attrs:
-            raise NotACheckpointError(
-                os.fspath(path), "not a legacy Keras .h5 (no 'layer_names'): a Keras 3 .weights.h5 file "
-                "loads with model.load_weights"
-            )
+            raise NotACheckpointError(os.fspath(path), _new_layout_reason(file))
         layers = {}
         for layer in _text(group.attrs["layer_names"]):
             names = _text(group[layer].attrs.get("weight_names", []))
@@ -489,6 +546,18 @@ def describe_legacy_h5(path: str | os.PathLike) -> LegacyH5:
             has_optimizer="optimizer_weights" in file,
             layers=layers,
         )
+
+
+def _new_layout_reason(file: Any) -> str:
+    """Who wrote an HDF5 file without ``layer_names`` (the ``.weights.h5`` layout), and what reads it."""
+    if "_layer_checkpoint_dependencies" in file:
+        return ("not a legacy Keras .h5: a .weights.h5 file in the layout of Keras 2.12/2.13, which Keras 3 "
+                "cannot read: open it with the Keras that wrote it, save_weights('m.h5'), then "
+                "convert_legacy_h5('m.h5', 'm.weights.h5', model=twin)")
+    if "vars" in file and "name" in file["vars"].attrs:  # Keras 3 records each object's name; Keras 2 does not
+        return "not a legacy Keras .h5: a Keras 3 .weights.h5 file: it loads with model.load_weights(path)"
+    return ("not a legacy Keras .h5: a .weights.h5 file written by Keras 2.14/2.15 (tf.keras' new layout; the "
+            "file records no version): it loads into a twin with model.load_weights(path)")
 
 
 def _text(values: Any) -> list[str]:

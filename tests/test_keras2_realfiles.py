@@ -381,8 +381,6 @@ def test_describe_names_another_format_and_its_route_works(real, source, name, r
     answers(twin, source, name)
 
 
-@pytest.mark.xfail(strict=True, reason="misleading: a .weights.h5 written by Keras 2.15 is called 'a Keras 3 "
-                   ".weights.h5 file' (the route it names, load_weights, does work)")
 def test_describe_says_a_keras2_weights_h5_was_written_by_keras2(real):
     _, error = attempt(describe_legacy_h5, real("tf215", "functional_bn_weights_new"))
     assert "Keras 3" not in str(error)
@@ -394,12 +392,7 @@ def test_describe_says_a_keras2_weights_h5_was_written_by_keras2(real):
     ("tf215", "functional_bn_tflite", r"not an HDF5 file"),
     ("tf215", "frozen_graph", r"not an HDF5 file"),
 ], ids=["ckpt-prefix", "savedmodel-folder", "tflite", "frozen-graph"])
-def test_describe_refuses_what_is_not_a_legacy_h5(real, request, source, name, needle):
-    if name in ("ckpt_keras2_opt", "savedmodel_keras2"):
-        request.applymarker(pytest.mark.xfail(strict=True, reason=(
-            "wrong route: a checkpoint prefix or a SavedModel folder passed where a .h5 is expected gets "
-            "'is not a readable checkpoint: no such file' (issue 22 item 10): say what it is and the "
-            "recipe that reads it")))
+def test_describe_refuses_what_is_not_a_legacy_h5(real, source, name, needle):
     path = real(source, name)
     with untouched(path):
         _, error = attempt(describe_legacy_h5, path)
@@ -420,13 +413,7 @@ def _damaged(real, tmp_path, source, name, damage, where, suffix=".h5"):
 
 @pytest.mark.parametrize("damage, where", DAMAGES, ids=[f"{d}-{w}" for d, w in DAMAGES])
 @pytest.mark.parametrize("source, name", DAMAGED_FILES, ids=ids(DAMAGED_FILES))
-def test_describe_a_damaged_h5_answers_right_or_says_damaged(real, tmp_path, request, source, name, damage,
-                                                            where):
-    if (name, damage, where) == ("sequential_weights", "flipped", 1000):
-        request.applymarker(pytest.mark.xfail(strict=True, reason=(
-            "raw error: a bit flipped in an attribute's header escapes as h5py's RuntimeError \"Can't "
-            "synchronously determine if attribute exists by name (wrong version number in dataspace "
-            "message)\" instead of 'a damaged HDF5 file'")))
+def test_describe_a_damaged_h5_answers_right_or_says_damaged(real, tmp_path, source, name, damage, where):
     path = _damaged(real, tmp_path, source, name, damage, where)
     with untouched(path):
         described, error = attempt(describe_legacy_h5, path)
@@ -1124,9 +1111,6 @@ def test_restore_refuses_a_keras3_checkpoint_and_its_route_works(tmp_path, how):
     np.testing.assert_allclose(twin(x), source(x), atol=ATOL)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "wrong route: an .h5 passed to restore_keras2_checkpoint gets 'damaged or of another format' plus "
-    "TensorFlow's DATA_LOSS text, naming neither what it is nor convert_legacy_h5 / load_weights"))
 @pytest.mark.parametrize("what", ["legacy-h5", "keras2-weights-h5"])
 def test_restore_given_an_h5_names_the_recipe_that_reads_it(real, what):
     path = real("tf215", "functional_bn" if what == "legacy-h5" else "functional_bn_weights_new")
