@@ -586,8 +586,17 @@ def convert_legacy_h5(
     are paired in order and must carry the file's names (or names the file
     does not know, as a twin built elsewhere has), and inside a layer each
     weight is found by its name (``dense_5/kernel``), not by its position.
+    Recurrent weights in the CuDNN layout (Keras 2 ``CuDNNLSTM``/``CuDNNGRU``)
+    are converted for a twin's ``LSTM``/``GRU`` (``reset_after=True``).
     Anything unpaired, misordered or of another shape raises
-    ``Keras2MismatchError`` and leaves ``model`` unchanged (all or nothing).
+    ``Keras2MismatchError``; a folder that cannot be written into raises
+    ``NotWritableError`` before anything is read; any failure leaves
+    ``model`` unchanged (all or nothing), and the file is written under a
+    temporary name and renamed only when complete. The values themselves
+    are trusted: legacy HDF5 keeps no checksum, so a flipped bit inside a
+    weight goes unseen unless it makes the value absurd (not finite, or
+    beyond ±1e30: refused as damaged). Prove a conversion by equal outputs
+    on the same input, as the chapter does.
     Adapted layers (``Normalization``) recompute what they derive from the
     loaded values. A ``Lambda`` holding Python code loads only with
     ``safe_mode=False``: pass it for a file you trust. Custom layers come
@@ -604,6 +613,7 @@ def convert_legacy_h5(
     if not (out.endswith(".keras") or out.endswith(".weights.h5")):
         raise ValueError(f"out_path must end in .keras or .weights.h5 (a Keras 3 format), got {out!r}")
     refuse_existing(out, "a model file")
+    refuse_unwritable(out)
     source = os.fspath(h5_path)
     description = describe_legacy_h5(source)
     if model is None:
@@ -615,16 +625,39 @@ def convert_legacy_h5(
     else:
         _require_built(model)
     pairs = _pair_h5(source, model)
+    assigned = {id(variable) for _, variable, _ in pairs}
+    snapshot = [(variable, variable.numpy()) for _, variable, _ in pairs]
     _assign_all(pairs)
-    _refresh_derived_state(model, {id(variable) for _, variable, _ in pairs})
-    folder = os.path.dirname(out)
-    if folder:
-        os.makedirs(folder, exist_ok=True)
-    if out.endswith(".keras"):
-        model.save(out)
-    else:
-        model.save_weights(out)
+    try:
+        _refresh_derived_state(model, assigned)
+        _save_new(model, out)
+    except BaseException:  # the twin goes back to what it was: all or nothing
+        for variable, old in snapshot:
+            variable.assign(old)
+        _refresh_derived_state(model, assigned)
+        raise
     return out
+
+
+def _save_new(model: Any, out: str) -> None:
+    """Save ``model`` to ``out`` (``.keras`` or ``.weights.h5``) through a temporary file in the same folder."""
+    folder = os.path.dirname(out) or "."
+    suffix = ".keras" if out.endswith(".keras") else ".weights.h5"
+    try:
+        os.makedirs(folder, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(dir=folder, prefix=".converting-", suffix=suffix)
+    except PermissionError:
+        raise NotWritableError(out, folder) from None
+    os.close(handle)
+    try:
+        model.save(temporary) if suffix == ".keras" else model.save_weights(temporary)
+        refuse_existing(out, "a model file")  # written meanwhile by someone else: leave it
+        os.replace(temporary, out)
+    except PermissionError:
+        raise NotWritableError(out, folder) from None
+    finally:
+        if os.path.exists(temporary):
+            os.remove(temporary)
 
 
 # --------------------------------------------------------------------------- Keras 2 configurations in Keras 3
@@ -649,6 +682,9 @@ _WHY = {
     "groups": "groups={value} (grouped channels) has no Keras 3 equivalent in this layer",
 }
 _CUDNN = ("CuDNNLSTM", "CuDNNGRU")
+_CUDNN_ROUTE = ("build the model in Keras 3 code with LSTM / GRU (reset_after=True, the default) where the file "
+                "has CuDNNLSTM / CuDNNGRU, and pass it: convert_legacy_h5(path, out, model=twin) converts the "
+                "CuDNN layout")
 def _refusal(class_name: str, layer: str, argument: str, value: Any) -> str:
     reason = _WHY.get(argument, f"{argument}={value!r} has no Keras 3 equivalent").format(value=value)
     return f"layer {layer!r} ({class_name}): {reason}"
@@ -674,6 +710,20 @@ def _legacy_class(class_name: str, arguments: dict[str, Any]) -> type:
     })
 
 
+def _legacy_functional() -> type:
+    """``Functional``/``Model`` that first rewrites Keras 2 keyword-tensor calls (``mha(q, value=v)``)."""
+
+    def from_config(cls, config, custom_objects=None):
+        config = copy.deepcopy(config)
+        _keyword_tensors_to_calls({"class_name": "Functional", "config": config})
+        return keras.Model.from_config(config, custom_objects=custom_objects)  # a plain Keras 3 model
+
+    return type("Functional", (keras.Model,), {
+        "from_config": classmethod(from_config), "__module__": __name__,
+        "__doc__": "Builds a Keras 3 functional model from a Keras 2 configuration (keyword tensors rewritten).",
+    })
+
+
 def legacy_custom_objects() -> dict[str, type]:
     """Classes that let Keras 3 rebuild Keras 2 configurations with arguments it no longer accepts.
 
@@ -682,7 +732,9 @@ def legacy_custom_objects() -> dict[str, type]:
     arguments that change nothing: ``time_major=False`` of recurrent layers,
     ``groups=1`` of depthwise, separable and transposed convolutions, the
     unused ``kernel_*`` arguments of separable convolutions, the build shapes
-    of ``MultiHeadAttention``, ``trainable`` of ``SpatialDropout``. A value
+    of ``MultiHeadAttention``, ``trainable`` of ``SpatialDropout``; and
+    ``Functional``/``Model`` rewrite calls that pass a tensor by keyword
+    (Keras 2's ``mha(query, value=v)``, which Keras 3 reads as a plain list). A value
     that would change the computation (``time_major=True``, ``groups=2``)
     raises ``LegacyModelError`` naming the layer. ``batch_input_shape`` is
     translated by Keras 3 itself. Nested models in a legacy ``.h5`` also need
@@ -695,8 +747,9 @@ def legacy_custom_objects() -> dict[str, type]:
         >>> model = keras.models.load_model("k2/rnn.h5", custom_objects=legacy_custom_objects(),
         ...                                 compile=False)    # doctest: +SKIP
     """
-    return {name: _legacy_class(name, arguments) for name, arguments in _KERAS2_ONLY.items()
-            if hasattr(keras.layers, name)}
+    functional = _legacy_functional()
+    return {**{name: _legacy_class(name, arguments) for name, arguments in _KERAS2_ONLY.items()
+               if hasattr(keras.layers, name)}, "Functional": functional, "Model": functional}
 
 
 def _layer_configs(config: Any):
@@ -827,7 +880,8 @@ def _model_from_h5(path: str, safe_mode: bool, custom_objects: dict | None = Non
         config = json.loads(_text([file.attrs["model_config"]])[0])
     problems = _rebuild_problems(config)
     if problems:
-        raise LegacyModelError(path, problems)
+        cudnn = any(f"({name})" in problem for problem in problems for name in _CUDNN)
+        raise LegacyModelError(path, problems, *([_CUDNN_ROUTE] if cudnn else []))
     _renumber_nested_nodes(config)
     _keyword_tensors_to_calls(config)
     custom_objects = dict(custom_objects or {})
@@ -887,9 +941,45 @@ def _cudnn_hint(value: np.ndarray, variable: Any) -> str:
             or (len(shape) == 2 and shape[0] == 2 and value.ndim == 1 and value.size == int(np.prod(shape))
                 and variable.path.endswith("gru_cell/bias")):
         return (f"{variable.path!r} gets a bias in the CuDNN layout (input and recurrent biases apart, "
-                "written by Keras 2.0/2.1 CuDNNLSTM/CuDNNGRU): Keras 3 cannot read it; re-save the model "
-                "with Keras 2 as LSTM/GRU layers first")
+                "written by Keras 2 CuDNNLSTM/CuDNNGRU): it converts into LSTM or GRU(reset_after=True), "
+                "not into GRU(reset_after=False)")
     return ""
+
+
+def _check_value(path: str, key: str, value: np.ndarray) -> np.ndarray:
+    """Refuse a value no trained weight holds (not finite, or beyond ±1e30): a flipped exponent bit."""
+    if value.dtype.kind == "f" and value.size and not (np.all(np.isfinite(value)) and np.abs(value).max() <= 1e30):
+        raise NotACheckpointError(path, f"{_DAMAGED}: weight {key!r} holds values no model holds (not finite, "
+                                  "or beyond ±1e30; a flipped exponent bit? legacy HDF5 keeps no checksum)")
+    return value
+
+
+def _from_cudnn(layer: Any, weights: list[tuple[str, np.ndarray]]) -> list[tuple[str, np.ndarray]]:
+    """CuDNNLSTM/CuDNNGRU weights in the layout of Keras' LSTM/GRU(reset_after=True); others unchanged.
+
+    The CuDNN layout keeps input and recurrent biases apart (8×units for
+    LSTM, 6×units for GRU) and each gate's input kernel in Fortran order;
+    Keras 2's ``_convert_rnn_weights`` (tf-keras, hdf5_format.py) converts
+    the same way: input kernels per gate ``k.T.reshape(k.shape, order="F")``,
+    recurrent kernels per gate transposed, LSTM biases summed, GRU biases
+    reshaped to (2, 3×units).
+    """
+    kind = type(layer).__name__
+    named = {weight.rsplit("/", 1)[-1].split(":")[0]: index for index, (weight, _) in enumerate(weights)}
+    if kind not in ("LSTM", "GRU") or set(named) != {"kernel", "recurrent_kernel", "bias"}:
+        return weights
+    kernel, recurrent, bias = (weights[named[n]][1] for n in ("kernel", "recurrent_kernel", "bias"))
+    gates = 4 if kind == "LSTM" else 3
+    units = recurrent.shape[0]
+    if bias.shape != (2 * gates * units,) or (kind == "GRU" and not getattr(layer, "reset_after", True)):
+        return weights  # not the CuDNN layout (or GRU(reset_after=False): refused by the shape check)
+    per_gate = lambda array, f: np.hstack([f(k) for k in np.hsplit(array, gates)])  # noqa: E731
+    converted = {
+        "kernel": per_gate(kernel, lambda k: k.T.reshape(k.shape, order="F")),
+        "recurrent_kernel": per_gate(recurrent, lambda k: k.T),
+        "bias": bias.reshape(2, -1).sum(axis=0) if kind == "LSTM" else bias.reshape(2, -1),
+    }
+    return [(weight, converted[weight.rsplit("/", 1)[-1].split(":")[0]]) for weight, _ in weights]
 
 
 def _pair_h5(path: str, model: Any) -> list[tuple[str, Any, np.ndarray]]:
@@ -898,7 +988,8 @@ def _pair_h5(path: str, model: Any) -> list[tuple[str, Any, np.ndarray]]:
         group = file["model_weights"] if "model_weights" in file else file
         saved = []
         for name in _h5_names(group, "layer_names"):
-            weights = [(weight, np.asarray(group[name][weight])) for weight in _h5_names(group[name], "weight_names")]
+            weights = [(weight, _check_value(path, f"{name}/{weight}", np.asarray(group[name][weight])))
+                       for weight in _h5_names(group[name], "weight_names")]
             if weights:
                 saved.append((name, weights))
         if "top_level_model_weights" in group and _h5_names(group["top_level_model_weights"], "weight_names"):
@@ -907,7 +998,7 @@ def _pair_h5(path: str, model: Any) -> list[tuple[str, Any, np.ndarray]]:
                                       "them as .weights.h5", unexpected=["top_level_model_weights"])
     layers = [layer for layer in model.layers if layer.weights]
     file_names, model_names = {name for name, _ in saved}, {layer.name for layer in layers}
-    pairs, missing, unexpected, shapes, hints = [], [], [], [], []
+    pairs, missing, unexpected, shapes, hints, renamed_layers = [], [], [], [], [], []
     for index in range(max(len(saved), len(layers))):
         if index >= len(saved):
             missing += [v.path for v in layers[index].weights]
@@ -918,8 +1009,11 @@ def _pair_h5(path: str, model: Any) -> list[tuple[str, Any, np.ndarray]]:
             continue
         layer = layers[index]
         if name != layer.name and (name in model_names or layer.name in file_names):
-            hints.append(f"layer {index} with weights is {name!r} in the file but {layer.name!r} in the model "
-                         "(layers in another order?)")
+            if file_names == model_names:  # the same names, elsewhere: layers in another order
+                hints.append(f"layer {index} with weights is {name!r} in the file but {layer.name!r} in the "
+                             "model (layers in another order?)")
+            else:  # other names, some shared: automatic names counted from another start
+                renamed_layers.append(index)
             unexpected += [f"{name}/{weight}" for weight, _ in weights]
             missing += [v.path for v in layer.weights]
             continue
@@ -928,7 +1022,7 @@ def _pair_h5(path: str, model: Any) -> list[tuple[str, Any, np.ndarray]]:
             variables.setdefault(_relative(variable.path, layer.name), []).append(variable)
         renamed = _RENAMED.get(type(layer).__name__, {})
         used = set()
-        for weight, value in weights:
+        for weight, value in _from_cudnn(layer, weights):
             key = f"{name}/{weight}"
             relative = _relative(weight, name)
             relative = renamed.get(relative, relative)
@@ -948,6 +1042,11 @@ def _pair_h5(path: str, model: Any) -> list[tuple[str, Any, np.ndarray]]:
             else:
                 pairs.append((key, variable, value))
         missing += [v.path for v in layer.weights if id(v) not in used]
+    if renamed_layers:
+        hints.append("the model's layer names are not the file's names (automatic names are counted from "
+                     "where the session's count stood: lstm in one session is lstm_1 in another): give the "
+                     "layers with weights the file's names, in this order: "
+                     + ", ".join(repr(name) for name, _ in saved))
     if missing or unexpected or shapes:
         if missing and unexpected and not any(hints):
             hints.append("weights are found by the names the .h5 stores: give the model's layers (and the "
