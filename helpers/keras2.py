@@ -480,8 +480,7 @@ def _not_a_file_reason(path: str) -> str:
     if os.path.isdir(path):
         if any(os.path.isfile(os.path.join(path, name)) for name in ("saved_model.pb", "saved_model.pbtxt")):
             return ("a SavedModel folder, not a legacy .h5: serve it with keras.layers.TFSMLayer(path, "
-                    "call_endpoint='serving_default'), or restore its variables into a Keras 3 twin with "
-                    "restore_keras2_checkpoint(path, twin)")
+                    "call_endpoint='serving_default') (its outputs come as a dict)")
         if os.path.isfile(os.path.join(path, "checkpoint")) or any(n.endswith(".index") for n in os.listdir(path)):
             return ("a folder of TF-format checkpoints, not a legacy .h5: restore_keras2_checkpoint(path, twin) "
                     "reads its newest one into a Keras 3 twin")
