@@ -15,7 +15,7 @@ NotAKerasFileError`` works as well).
 * ``StructureMismatchError`` (and ``ScopeError``, ``InvalidLabelsError``,
   ``UnwritableValueError``, ``TrainingStateError``): arguments that do not
   line up with what a recipe needs;
-* ``WouldOverwriteError``, ``SignatureNotFoundError``, ``ModelNotBuiltError``,
+* ``WouldOverwriteError``, ``NotWritableError``, ``SignatureNotFoundError``, ``ModelNotBuiltError``,
   ``LegacyModelError`` (a Keras 2 configuration Keras 3 cannot rebuild),
   ``NotAModelFileError`` (a subclass of ``NotACheckpointError``), ``TensorNotFoundError``
   and ``FreezeError`` (a model to run without TensorFlow, chapter 14).
@@ -157,6 +157,24 @@ class WouldOverwriteError(FileExistsError, ValueError):
     def __init__(self, path: str, what: str = "a file") -> None:
         self.path = str(path)
         super().__init__(f"{what} already exists at {self.path!r}: refusing to overwrite it; choose another path")
+
+
+class NotWritableError(PermissionError, ValueError):
+    """A recipe was asked to write into a folder it cannot write into; found before any work is done.
+
+    It is both a ``PermissionError`` and a ``ValueError``.
+
+    Example:
+        >>> raise NotWritableError("/read-only/m.keras", "/read-only")
+        Traceback (most recent call last):
+        ...
+        helpers.errors.NotWritableError: cannot write '/read-only/m.keras': no permission to write into the folder '/read-only' (read-only?); choose another folder
+    """
+
+    def __init__(self, path: str, folder: str) -> None:
+        self.path, self.folder = str(path), str(folder)
+        super().__init__(f"cannot write {self.path!r}: no permission to write into the folder {self.folder!r} "
+                         "(read-only?); choose another folder")
 
 
 # --------------------------------------------------------------------------- errors of one topic each

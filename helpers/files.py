@@ -2,7 +2,8 @@
 
 Every recipe that takes a path accepts a ``str`` or any ``os.PathLike``
 (``pathlib.Path``) through ``path_text``, and every recipe that writes checks
-first with ``refuse_existing`` or ``refuse_existing_checkpoint``. Existence
+first with ``refuse_existing`` or ``refuse_existing_checkpoint`` (and, before
+long work, ``refuse_unwritable``). Existence
 is tested literally, name by name, never with a glob pattern: a path such as
 ``runs/[best]*`` is protected like any other.
 
@@ -24,7 +25,7 @@ import re
 import shutil
 import tempfile
 
-from helpers.errors import NotACheckpointError, WouldOverwriteError
+from helpers.errors import NotACheckpointError, NotWritableError, WouldOverwriteError
 
 CHECKPOINT_SUFFIXES = (".index", ".meta")
 DATA_SUFFIX = ".data-"
@@ -82,6 +83,26 @@ def refuse_existing(path: str | os.PathLike, what: str = "a file") -> str:
     text = path_text(path)
     if os.path.lexists(text):
         raise WouldOverwriteError(text, what)
+    return text
+
+
+def refuse_unwritable(path: str | os.PathLike) -> str:
+    """Return ``path`` as text, or raise ``NotWritableError`` when its folder cannot be written into.
+
+    The folder checked is the nearest one that exists (folders still to be
+    made are made inside it). Call it before long work whose result goes to
+    ``path``, so that a read-only folder is found before, not after.
+
+    Example:
+        >>> refuse_unwritable("surely/not/here.keras")
+        'surely/not/here.keras'
+    """
+    text = path_text(path)
+    folder = os.path.dirname(os.path.abspath(text))
+    while not os.path.isdir(folder) and os.path.dirname(folder) != folder:
+        folder = os.path.dirname(folder)
+    if not os.access(folder, os.W_OK | os.X_OK):  # also false for an immutable folder, as root
+        raise NotWritableError(text, folder)
     return text
 
 

@@ -19,6 +19,7 @@ None of the recipes overwrites an existing file.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import importlib.util
 import json
@@ -45,9 +46,10 @@ from helpers.errors import (
     ModelNotBuiltError,
     NotACheckpointError,
     NotAKeras2CheckpointError,
+    NotWritableError,
     first_line,
 )
-from helpers.files import path_text, refuse_existing
+from helpers.files import checkpoint_files_at, path_text, refuse_existing, refuse_unwritable
 from helpers.migration import RestoreReport, restore_name_based
 from helpers.notebook import wrap_output
 from helpers.object_graph import NameBasedCheckpointError, ObjectGraph, checkpoint_paths, read_object_graph
@@ -181,6 +183,9 @@ def _subtree_keys(graph: ObjectGraph, children: dict, start: int) -> set[str]:
 
 
 def _read_keras2_graph(ckpt_path: str | os.PathLike) -> ObjectGraph:
+    text = os.fspath(ckpt_path)
+    if os.path.isfile(text) and _is_hdf5(text):
+        raise NotAKeras2CheckpointError(ckpt_path, _h5_route(text))
     try:
         graph = read_object_graph(ckpt_path, include_empty=True)
     except NameBasedCheckpointError:
@@ -189,13 +194,36 @@ def _read_keras2_graph(ckpt_path: str | os.PathLike) -> ObjectGraph:
         ) from None
     names = {edge.name for edge in graph.edges}
     if names & _KERAS3_EDGES:
+        # Checkpoint.save stores a save counter, Checkpoint.write does not: restore() expects one, read() not.
+        saved = any(node.checkpoint_key and node.checkpoint_key.startswith("save_counter/") for node in graph.nodes)
+        route = "restore(path).assert_consumed()" if saved else "read(path).assert_consumed() (written with " \
+            "Checkpoint.write: no save counter, which restore() would expect)"
         raise NotAKeras2CheckpointError(
             ckpt_path,
             "Keras 3 wrote it (its object graph has Keras 3 edges such as "
-            f"{sorted(names & _KERAS3_EDGES)[0]!r}): restore it with "
-            "tf.train.Checkpoint(model=model).restore(path).assert_consumed()",
+            f"{sorted(names & _KERAS3_EDGES)[0]!r}): restore it with tf.train.Checkpoint(model=model).{route}",
         )
     return graph
+
+
+def _is_hdf5(path: str) -> bool:
+    with open(path, "rb") as file:
+        return file.read(8) == b"\x89HDF\r\n\x1a\n"
+
+
+def _h5_route(path: str) -> str:
+    """What an HDF5 file given as a checkpoint is, and the recipe that reads it."""
+    try:
+        with _open_h5(path) as file:
+            group = file["model_weights"] if "model_weights" in file else file
+            legacy = "layer_names" in group.attrs
+    except NotACheckpointError as error:
+        return f"an HDF5 file, not a TF-format checkpoint, and {error.reason}"
+    if legacy:
+        return ("an HDF5 file (a legacy Keras .h5), not a TF-format checkpoint: read it with "
+                "convert_legacy_h5(path, 'm.weights.h5', model=model)")
+    return ("an HDF5 file (a .weights.h5), not a TF-format checkpoint: read it with model.load_weights(path) "
+            "(the file name must end in .weights.h5)")
 
 
 def _model_node(graph: ObjectGraph, children: dict) -> int:
@@ -425,16 +453,42 @@ class LegacyH5:
         return "\n".join(lines)
 
 
+_DAMAGED = "a damaged HDF5 file (truncated or corrupted: its signature is there, its contents are not): copy it again"
+
+
+@contextlib.contextmanager
 def _open_h5(path: str | os.PathLike):
+    """An ``h5py.File``, read-only; every way h5py fails on reading it becomes ``NotACheckpointError``."""
     import h5py
 
     text = os.fspath(path)
     if not os.path.isfile(text):
-        raise NotACheckpointError(text, "no such file")
+        raise NotACheckpointError(text, _not_a_file_reason(text))
     try:
-        return h5py.File(text, "r")
+        file = h5py.File(text, "r")
     except OSError:
         raise NotACheckpointError(text, _not_hdf5_reason(text)) from None
+    try:
+        with file:
+            yield file
+    except (OSError, RuntimeError, KeyError) as error:  # h5py on a damaged header, group or dataset
+        raise NotACheckpointError(text, f"{_DAMAGED} ({first_line(error)})") from None
+
+
+def _not_a_file_reason(path: str) -> str:
+    """What a path that is no file is (a checkpoint prefix, a SavedModel, a folder), and what reads it."""
+    if os.path.isdir(path):
+        if any(os.path.isfile(os.path.join(path, name)) for name in ("saved_model.pb", "saved_model.pbtxt")):
+            return ("a SavedModel folder, not a legacy .h5: serve it with keras.layers.TFSMLayer(path, "
+                    "call_endpoint='serving_default') (its outputs come as a dict)")
+        if os.path.isfile(os.path.join(path, "checkpoint")) or any(n.endswith(".index") for n in os.listdir(path)):
+            return ("a folder of TF-format checkpoints, not a legacy .h5: restore_keras2_checkpoint(path, twin) "
+                    "reads its newest one into a Keras 3 twin")
+        return "a folder, not a legacy .h5 file"
+    if checkpoint_files_at(path):
+        return ("a TF-format checkpoint prefix (Keras 2 save_weights or tf.train.Checkpoint), not a legacy .h5: "
+                "restore it into a Keras 3 twin with restore_keras2_checkpoint(path, twin)")
+    return "no such file"
 
 
 def _not_hdf5_reason(path: str) -> str:
@@ -442,7 +496,7 @@ def _not_hdf5_reason(path: str) -> str:
     with open(path, "rb") as file:
         head = file.read(8)
     if head.startswith(b"\x89HDF"):
-        return "a damaged HDF5 file (truncated or corrupted: its signature is there, its contents are not): copy it again"
+        return _DAMAGED
     if head.startswith(b"PK"):
         import zipfile
 
@@ -451,6 +505,11 @@ def _not_hdf5_reason(path: str) -> str:
                 version = json.loads(archive.read("metadata.json")).get("keras_version", "?")
         except (zipfile.BadZipFile, KeyError, ValueError):
             return "a zip file that is not a readable .keras file (truncated or another archive)"
+        if version.startswith(("2.12", "2.13")):  # their own layout: layers keyed _layer_checkpoint_dependencies/...
+            return (f"a .keras file written by Keras {version}, whose layout neither keras.models.load_model nor "
+                    "twin.load_weights reads (Keras 3 and tf-keras 2.21 both fail on it): open it once with Keras "
+                    f"{version} (the version that wrote it), save_weights('m.h5'), then "
+                    "convert_legacy_h5('m.h5', 'm.weights.h5', model=twin)")
         if version.startswith("2."):
             return (f"a .keras file written by Keras {version}, which keras.models.load_model cannot rebuild: "
                     "build the model in Keras 3 code and read the weights with twin.load_weights(path)")
@@ -472,10 +531,7 @@ def describe_legacy_h5(path: str | os.PathLike) -> LegacyH5:
     with _open_h5(path) as file:
         group = file["model_weights"] if "model_weights" in file else file
         if "layer_names" not in group.attrs:
-            raise NotACheckpointError(
-                os.fspath(path), "not a legacy Keras .h5 (no 'layer_names'): a Keras 3 .weights.h5 file "
-                "loads with model.load_weights"
-            )
+            raise NotACheckpointError(os.fspath(path), _new_layout_reason(file))
         layers = {}
         for layer in _text(group.attrs["layer_names"]):
             names = _text(group[layer].attrs.get("weight_names", []))
@@ -489,6 +545,18 @@ def describe_legacy_h5(path: str | os.PathLike) -> LegacyH5:
             has_optimizer="optimizer_weights" in file,
             layers=layers,
         )
+
+
+def _new_layout_reason(file: Any) -> str:
+    """Who wrote an HDF5 file without ``layer_names`` (the ``.weights.h5`` layout), and what reads it."""
+    if "_layer_checkpoint_dependencies" in file:
+        return ("not a legacy Keras .h5: a .weights.h5 file in the layout of Keras 2.12/2.13, which Keras 3 "
+                "cannot read: open it with the Keras that wrote it, save_weights('m.h5'), then "
+                "convert_legacy_h5('m.h5', 'm.weights.h5', model=twin)")
+    if "vars" in file and "name" in file["vars"].attrs:  # Keras 3 records each object's name; Keras 2 does not
+        return "not a legacy Keras .h5: a Keras 3 .weights.h5 file: it loads with model.load_weights(path)"
+    return ("not a legacy Keras .h5: a .weights.h5 file written by Keras 2.14/2.15 (tf.keras' new layout; the "
+            "file records no version): it loads into a twin with model.load_weights(path)")
 
 
 def _text(values: Any) -> list[str]:
@@ -517,8 +585,17 @@ def convert_legacy_h5(
     are paired in order and must carry the file's names (or names the file
     does not know, as a twin built elsewhere has), and inside a layer each
     weight is found by its name (``dense_5/kernel``), not by its position.
+    Recurrent weights in the CuDNN layout (Keras 2 ``CuDNNLSTM``/``CuDNNGRU``)
+    are converted for a twin's ``LSTM``/``GRU`` (``reset_after=True``).
     Anything unpaired, misordered or of another shape raises
-    ``Keras2MismatchError`` and leaves ``model`` unchanged (all or nothing).
+    ``Keras2MismatchError``; a folder that cannot be written into raises
+    ``NotWritableError`` before anything is read; any failure leaves
+    ``model`` unchanged (all or nothing), and the file is written under a
+    temporary name and renamed only when complete. The values themselves
+    are trusted: legacy HDF5 keeps no checksum, so a flipped bit inside a
+    weight goes unseen unless it makes the value absurd (not finite, or
+    beyond ±1e30: refused as damaged). Prove a conversion by equal outputs
+    on the same input, as the chapter does.
     Adapted layers (``Normalization``) recompute what they derive from the
     loaded values. A ``Lambda`` holding Python code loads only with
     ``safe_mode=False``: pass it for a file you trust. Custom layers come
@@ -535,6 +612,7 @@ def convert_legacy_h5(
     if not (out.endswith(".keras") or out.endswith(".weights.h5")):
         raise ValueError(f"out_path must end in .keras or .weights.h5 (a Keras 3 format), got {out!r}")
     refuse_existing(out, "a model file")
+    refuse_unwritable(out)
     source = os.fspath(h5_path)
     description = describe_legacy_h5(source)
     if model is None:
@@ -546,16 +624,39 @@ def convert_legacy_h5(
     else:
         _require_built(model)
     pairs = _pair_h5(source, model)
+    assigned = {id(variable) for _, variable, _ in pairs}
+    snapshot = [(variable, variable.numpy()) for _, variable, _ in pairs]
     _assign_all(pairs)
-    _refresh_derived_state(model, {id(variable) for _, variable, _ in pairs})
-    folder = os.path.dirname(out)
-    if folder:
-        os.makedirs(folder, exist_ok=True)
-    if out.endswith(".keras"):
-        model.save(out)
-    else:
-        model.save_weights(out)
+    try:
+        _refresh_derived_state(model, assigned)
+        _save_new(model, out)
+    except BaseException:  # the twin goes back to what it was: all or nothing
+        for variable, old in snapshot:
+            variable.assign(old)
+        _refresh_derived_state(model, assigned)
+        raise
     return out
+
+
+def _save_new(model: Any, out: str) -> None:
+    """Save ``model`` to ``out`` (``.keras`` or ``.weights.h5``) through a temporary file in the same folder."""
+    folder = os.path.dirname(out) or "."
+    suffix = ".keras" if out.endswith(".keras") else ".weights.h5"
+    try:
+        os.makedirs(folder, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(dir=folder, prefix=".converting-", suffix=suffix)
+    except PermissionError:
+        raise NotWritableError(out, folder) from None
+    os.close(handle)
+    try:
+        model.save(temporary) if suffix == ".keras" else model.save_weights(temporary)
+        refuse_existing(out, "a model file")  # written meanwhile by someone else: leave it
+        os.replace(temporary, out)
+    except PermissionError:
+        raise NotWritableError(out, folder) from None
+    finally:
+        if os.path.exists(temporary):
+            os.remove(temporary)
 
 
 # --------------------------------------------------------------------------- Keras 2 configurations in Keras 3
@@ -580,6 +681,9 @@ _WHY = {
     "groups": "groups={value} (grouped channels) has no Keras 3 equivalent in this layer",
 }
 _CUDNN = ("CuDNNLSTM", "CuDNNGRU")
+_CUDNN_ROUTE = ("build the model in Keras 3 code with LSTM / GRU (reset_after=True, the default) where the file "
+                "has CuDNNLSTM / CuDNNGRU, and pass it: convert_legacy_h5(path, out, model=twin) converts the "
+                "CuDNN layout")
 def _refusal(class_name: str, layer: str, argument: str, value: Any) -> str:
     reason = _WHY.get(argument, f"{argument}={value!r} has no Keras 3 equivalent").format(value=value)
     return f"layer {layer!r} ({class_name}): {reason}"
@@ -605,6 +709,20 @@ def _legacy_class(class_name: str, arguments: dict[str, Any]) -> type:
     })
 
 
+def _legacy_functional() -> type:
+    """``Functional``/``Model`` that first rewrites Keras 2 keyword-tensor calls (``mha(q, value=v)``)."""
+
+    def from_config(cls, config, custom_objects=None):
+        config = copy.deepcopy(config)
+        _keyword_tensors_to_calls({"class_name": "Functional", "config": config})
+        return keras.Model.from_config(config, custom_objects=custom_objects)  # a plain Keras 3 model
+
+    return type("Functional", (keras.Model,), {
+        "from_config": classmethod(from_config), "__module__": __name__,
+        "__doc__": "Builds a Keras 3 functional model from a Keras 2 configuration (keyword tensors rewritten).",
+    })
+
+
 def legacy_custom_objects() -> dict[str, type]:
     """Classes that let Keras 3 rebuild Keras 2 configurations with arguments it no longer accepts.
 
@@ -613,7 +731,9 @@ def legacy_custom_objects() -> dict[str, type]:
     arguments that change nothing: ``time_major=False`` of recurrent layers,
     ``groups=1`` of depthwise, separable and transposed convolutions, the
     unused ``kernel_*`` arguments of separable convolutions, the build shapes
-    of ``MultiHeadAttention``, ``trainable`` of ``SpatialDropout``. A value
+    of ``MultiHeadAttention``, ``trainable`` of ``SpatialDropout``; and
+    ``Functional``/``Model`` rewrite calls that pass a tensor by keyword
+    (Keras 2's ``mha(query, value=v)``, which Keras 3 reads as a plain list). A value
     that would change the computation (``time_major=True``, ``groups=2``)
     raises ``LegacyModelError`` naming the layer. ``batch_input_shape`` is
     translated by Keras 3 itself. Nested models in a legacy ``.h5`` also need
@@ -626,8 +746,9 @@ def legacy_custom_objects() -> dict[str, type]:
         >>> model = keras.models.load_model("k2/rnn.h5", custom_objects=legacy_custom_objects(),
         ...                                 compile=False)    # doctest: +SKIP
     """
-    return {name: _legacy_class(name, arguments) for name, arguments in _KERAS2_ONLY.items()
-            if hasattr(keras.layers, name)}
+    functional = _legacy_functional()
+    return {**{name: _legacy_class(name, arguments) for name, arguments in _KERAS2_ONLY.items()
+               if hasattr(keras.layers, name)}, "Functional": functional, "Model": functional}
 
 
 def _layer_configs(config: Any):
@@ -758,7 +879,8 @@ def _model_from_h5(path: str, safe_mode: bool, custom_objects: dict | None = Non
         config = json.loads(_text([file.attrs["model_config"]])[0])
     problems = _rebuild_problems(config)
     if problems:
-        raise LegacyModelError(path, problems)
+        cudnn = any(f"({name})" in problem for problem in problems for name in _CUDNN)
+        raise LegacyModelError(path, problems, *([_CUDNN_ROUTE] if cudnn else []))
     _renumber_nested_nodes(config)
     _keyword_tensors_to_calls(config)
     custom_objects = dict(custom_objects or {})
@@ -818,9 +940,45 @@ def _cudnn_hint(value: np.ndarray, variable: Any) -> str:
             or (len(shape) == 2 and shape[0] == 2 and value.ndim == 1 and value.size == int(np.prod(shape))
                 and variable.path.endswith("gru_cell/bias")):
         return (f"{variable.path!r} gets a bias in the CuDNN layout (input and recurrent biases apart, "
-                "written by Keras 2.0/2.1 CuDNNLSTM/CuDNNGRU): Keras 3 cannot read it; re-save the model "
-                "with Keras 2 as LSTM/GRU layers first")
+                "written by Keras 2 CuDNNLSTM/CuDNNGRU): it converts into LSTM or GRU(reset_after=True), "
+                "not into GRU(reset_after=False)")
     return ""
+
+
+def _check_value(path: str, key: str, value: np.ndarray) -> np.ndarray:
+    """Refuse a value no trained weight holds (not finite, or beyond ±1e30): a flipped exponent bit."""
+    if value.dtype.kind == "f" and value.size and not (np.all(np.isfinite(value)) and np.abs(value).max() <= 1e30):
+        raise NotACheckpointError(path, f"{_DAMAGED}: weight {key!r} holds values no model holds (not finite, "
+                                  "or beyond ±1e30; a flipped exponent bit? legacy HDF5 keeps no checksum)")
+    return value
+
+
+def _from_cudnn(layer: Any, weights: list[tuple[str, np.ndarray]]) -> list[tuple[str, np.ndarray]]:
+    """CuDNNLSTM/CuDNNGRU weights in the layout of Keras' LSTM/GRU(reset_after=True); others unchanged.
+
+    The CuDNN layout keeps input and recurrent biases apart (8×units for
+    LSTM, 6×units for GRU) and each gate's input kernel in Fortran order;
+    Keras 2's ``_convert_rnn_weights`` (tf-keras, hdf5_format.py) converts
+    the same way: input kernels per gate ``k.T.reshape(k.shape, order="F")``,
+    recurrent kernels per gate transposed, LSTM biases summed, GRU biases
+    reshaped to (2, 3×units).
+    """
+    kind = type(layer).__name__
+    named = {weight.rsplit("/", 1)[-1].split(":")[0]: index for index, (weight, _) in enumerate(weights)}
+    if kind not in ("LSTM", "GRU") or set(named) != {"kernel", "recurrent_kernel", "bias"}:
+        return weights
+    kernel, recurrent, bias = (weights[named[n]][1] for n in ("kernel", "recurrent_kernel", "bias"))
+    gates = 4 if kind == "LSTM" else 3
+    units = recurrent.shape[0]
+    if bias.shape != (2 * gates * units,) or (kind == "GRU" and not getattr(layer, "reset_after", True)):
+        return weights  # not the CuDNN layout (or GRU(reset_after=False): refused by the shape check)
+    per_gate = lambda array, f: np.hstack([f(k) for k in np.hsplit(array, gates)])  # noqa: E731
+    converted = {
+        "kernel": per_gate(kernel, lambda k: k.T.reshape(k.shape, order="F")),
+        "recurrent_kernel": per_gate(recurrent, lambda k: k.T),
+        "bias": bias.reshape(2, -1).sum(axis=0) if kind == "LSTM" else bias.reshape(2, -1),
+    }
+    return [(weight, converted[weight.rsplit("/", 1)[-1].split(":")[0]]) for weight, _ in weights]
 
 
 def _pair_h5(path: str, model: Any) -> list[tuple[str, Any, np.ndarray]]:
@@ -829,7 +987,8 @@ def _pair_h5(path: str, model: Any) -> list[tuple[str, Any, np.ndarray]]:
         group = file["model_weights"] if "model_weights" in file else file
         saved = []
         for name in _h5_names(group, "layer_names"):
-            weights = [(weight, np.asarray(group[name][weight])) for weight in _h5_names(group[name], "weight_names")]
+            weights = [(weight, _check_value(path, f"{name}/{weight}", np.asarray(group[name][weight])))
+                       for weight in _h5_names(group[name], "weight_names")]
             if weights:
                 saved.append((name, weights))
         if "top_level_model_weights" in group and _h5_names(group["top_level_model_weights"], "weight_names"):
@@ -838,7 +997,7 @@ def _pair_h5(path: str, model: Any) -> list[tuple[str, Any, np.ndarray]]:
                                       "them as .weights.h5", unexpected=["top_level_model_weights"])
     layers = [layer for layer in model.layers if layer.weights]
     file_names, model_names = {name for name, _ in saved}, {layer.name for layer in layers}
-    pairs, missing, unexpected, shapes, hints = [], [], [], [], []
+    pairs, missing, unexpected, shapes, hints, renamed_layers = [], [], [], [], [], []
     for index in range(max(len(saved), len(layers))):
         if index >= len(saved):
             missing += [v.path for v in layers[index].weights]
@@ -849,8 +1008,11 @@ def _pair_h5(path: str, model: Any) -> list[tuple[str, Any, np.ndarray]]:
             continue
         layer = layers[index]
         if name != layer.name and (name in model_names or layer.name in file_names):
-            hints.append(f"layer {index} with weights is {name!r} in the file but {layer.name!r} in the model "
-                         "(layers in another order?)")
+            if file_names == model_names:  # the same names, elsewhere: layers in another order
+                hints.append(f"layer {index} with weights is {name!r} in the file but {layer.name!r} in the "
+                             "model (layers in another order?)")
+            else:  # other names, some shared: automatic names counted from another start
+                renamed_layers.append(index)
             unexpected += [f"{name}/{weight}" for weight, _ in weights]
             missing += [v.path for v in layer.weights]
             continue
@@ -859,7 +1021,7 @@ def _pair_h5(path: str, model: Any) -> list[tuple[str, Any, np.ndarray]]:
             variables.setdefault(_relative(variable.path, layer.name), []).append(variable)
         renamed = _RENAMED.get(type(layer).__name__, {})
         used = set()
-        for weight, value in weights:
+        for weight, value in _from_cudnn(layer, weights):
             key = f"{name}/{weight}"
             relative = _relative(weight, name)
             relative = renamed.get(relative, relative)
@@ -879,6 +1041,11 @@ def _pair_h5(path: str, model: Any) -> list[tuple[str, Any, np.ndarray]]:
             else:
                 pairs.append((key, variable, value))
         missing += [v.path for v in layer.weights if id(v) not in used]
+    if renamed_layers:
+        hints.append("the model's layer names are not the file's names (automatic names are counted from "
+                     "where the session's count stood: lstm in one session is lstm_1 in another): give the "
+                     "layers with weights the file's names, in this order: "
+                     + ", ".join(repr(name) for name, _ in saved))
     if missing or unexpected or shapes:
         if missing and unexpected and not any(hints):
             hints.append("weights are found by the names the .h5 stores: give the model's layers (and the "

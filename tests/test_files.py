@@ -9,8 +9,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from helpers.errors import WouldOverwriteError
-from helpers.files import checkpoint_files_at, path_text, refuse_existing, refuse_existing_checkpoint
+from helpers.errors import NotWritableError, WouldOverwriteError
+from helpers.files import (
+    checkpoint_files_at,
+    path_text,
+    refuse_existing,
+    refuse_existing_checkpoint,
+    refuse_unwritable,
+)
 
 # File names people really use: spaces, non-ASCII, and the glob characters [ ] * ?
 NAME = st.text(
@@ -259,3 +265,25 @@ def test_glob_safe_prefix_errors(tmp_path):
         glob_safe_prefix(3)
     with pytest.raises(ValueError, match="empty"):
         glob_safe_prefix("")
+
+
+def test_refuse_unwritable_checks_the_nearest_existing_folder(tmp_path):
+    assert refuse_unwritable(tmp_path / "a" / "b" / "m.keras") == str(tmp_path / "a" / "b" / "m.keras")
+    assert not (tmp_path / "a").exists()  # only checked, nothing made
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    immutable = False
+    try:
+        if os.access(locked, os.W_OK):  # root ignores modes: make it immutable where that works
+            immutable = subprocess.run(["chattr", "+i", str(locked)], capture_output=True).returncode == 0
+            if not immutable:
+                pytest.skip("running as root without chattr: a read-only folder is writable")
+        for target in (locked / "m.keras", locked / "sub" / "m.weights.h5"):
+            with pytest.raises(NotWritableError, match="no permission to write into the folder") as caught:
+                refuse_unwritable(target)
+            assert isinstance(caught.value, PermissionError) and isinstance(caught.value, ValueError)
+    finally:
+        if immutable:
+            subprocess.run(["chattr", "-i", str(locked)], check=True)
+        locked.chmod(0o755)

