@@ -244,7 +244,6 @@ def t_trained_mse():
                              keras.layers.Dense(1, name="out")])
 
 
-@keras.saving.register_keras_serializable(package="course_fixtures")
 class ScaledDense(keras.layers.Layer):
     """The Keras 3 version of the custom layer of tf215/custom_layer (keras.ops instead of tf)."""
 
@@ -263,6 +262,22 @@ class ScaledDense(keras.layers.Layer):
 
     def get_config(self):
         return {**super().get_config(), "units": self.units, "offset": self.offset}
+
+
+@pytest.fixture(autouse=True, scope="module")
+def registered_scaled_dense():
+    """ScaledDense registered as the file names it, for this module's tests only.
+
+    Registered at import, it would stay registered for every later test in the same worker
+    (pytest-xdist runs several test files in one process), and tests that expect the class
+    to be unknown would then fail depending on the order of files.
+    """
+    from keras.src.saving import object_registration
+
+    keras.saving.register_keras_serializable(package="course_fixtures")(ScaledDense)
+    yield
+    object_registration.GLOBAL_CUSTOM_OBJECTS.pop("course_fixtures>ScaledDense", None)
+    object_registration.GLOBAL_CUSTOM_NAMES.pop(ScaledDense, None)
 
 
 def t_custom():
