@@ -4,8 +4,10 @@ Recipes:
 
 * ``state_digest(*trackables)``: one short hex string for every variable,
   ``tf.random.Generator`` and ``tf.data`` iterator reachable from the given
-  objects. Equal digests mean identical training state, so it proves that a
-  resumed run is the uninterrupted one, bit for bit;
+  objects. Equal digests mean equal variables, bit for bit, and iterators
+  that will yield the same next two elements (two positions of a dataset
+  repeated without shuffling can share a digest), so it shows that a resumed
+  run holds the uninterrupted one's state;
 * ``state_table(**pieces)``: one digest per named piece, to see *which* piece
   of two states differs;
 * ``train_resumably(...)``: the resumable training loop: restore the newest
@@ -209,8 +211,10 @@ def state_digest(*trackables: object) -> str:
     two elements it yields, read from a copy restored from the iterator's
     checkpoint (two positions with equal next elements, as in a dataset
     repeated without shuffling, share a digest: see ``_iterator_bytes`` for
-    why the checkpoint itself cannot be hashed). Objects are visited in a stable order (argument order, then
-    attribute names), so equal digests mean identical state. Raises
+    why the checkpoint itself cannot be hashed). Objects are visited in a
+    stable order (argument order, then attribute names), so equal digests
+    mean equal variables, bit for bit, and iterators that will yield the same
+    next two elements. Raises
     ``TrainingStateError`` when given nothing, something that is not
     trackable, or an object that holds no state yet (an unbuilt model).
 
