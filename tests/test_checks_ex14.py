@@ -344,10 +344,12 @@ from tests.attack_support import cases, passes, rejects  # noqa: E402
 
 # Today's check gets these wrong (xfail strict: remove an entry when the check is fixed).
 HOLES: dict[str, str] = {
-    "p_call_float64_result": "check accepts this wrong answer: float64 array, not the graph's float32 value",
+    "p_call_float64_result": "check accepts this wrong answer: float64 array, not the graph's "
+    "float32 value",
     "p_call_first_placeholder": "check accepts this wrong answer: input_name ignored (every fixture has "
     "one placeholder)",
-    "p_call_with_session": "check accepts this wrong answer: a tf.compat.v1.Session, which the prompt forbids",
+    "p_call_with_session": "check accepts this wrong answer: a tf.compat.v1.Session, which the "
+    "prompt forbids",
     "p_lite_model_made_untrainable": "check accepts this wrong answer: model.trainable set to False "
     "(the model is not left as it was)",
 }
