@@ -326,3 +326,477 @@ def test_float16_litert_not_done():
 def test_learner_errors_are_reported_as_learner_code_errors():
     with pytest.raises(LearnerCodeError):
         ex14.check_freeze_for_serving(training_mode)
+
+
+# --------------------------------------------------------------------------- 
+# Written from the prompt alone (VERIFY.md part 2)
+# Wrong answers a learner would write, and correct alternatives, written before the checks were
+# read. A test marked xfail(strict=True) is a hole in today's check: remove the entry from HOLES
+# when the check is fixed.
+
+import pathlib  # noqa: E402
+
+from tensorflow.python.framework.convert_to_constants import (  # noqa: E402
+    convert_variables_to_constants_v2_as_graph,
+)
+
+from tests.attack_support import cases, passes, rejects  # noqa: E402
+
+# Today's check gets these wrong (xfail strict: remove an entry when the check is fixed).
+HOLES: dict[str, str] = {
+    "p_call_float64_result": "check accepts this wrong answer: float64 array, not the graph's "
+    "float32 value",
+    "p_call_first_placeholder": "check accepts this wrong answer: input_name ignored (every fixture has "
+    "one placeholder)",
+    "p_call_with_session": "check accepts this wrong answer: a tf.compat.v1.Session, which the "
+    "prompt forbids",
+    "p_lite_model_made_untrainable": "check accepts this wrong answer: model.trainable set to False "
+    "(the model is not left as it was)",
+}
+
+
+def _spec_for(model, batch=None, dtype=tf.float32):
+    return tf.TensorSpec([batch, model.inputs[0].shape[-1]], dtype)
+
+
+def _write_frozen(function, path, as_text=False):
+    frozen = convert_variables_to_constants_v2(function)
+    graph_def = frozen.graph.as_graph_def()
+    if as_text:
+        pathlib.Path(path).write_text(str(graph_def))
+    else:
+        pathlib.Path(path).write_bytes(graph_def.SerializeToString())
+    return frozen
+
+
+# ----- 14.1 wrong
+
+
+def p_freeze_training_true(model, path):
+    # BatchNorm in training mode reads batch statistics; Dropout may refuse to freeze
+    function = tf.function(lambda x: model(x, training=True)).get_concrete_function(_spec_for(model))
+    return _write_frozen(function, path).outputs[0].name
+
+
+def p_freeze_batch_of_eight(model, path):
+    function = tf.function(lambda x: model(x, training=False)).get_concrete_function(
+        _spec_for(model, batch=8))
+    return _write_frozen(function, path).outputs[0].name
+
+
+def p_freeze_float64(model, path):
+    function = tf.function(lambda x: model(tf.cast(x, tf.float32), training=False))
+    concrete = function.get_concrete_function(_spec_for(model, dtype=tf.float64))
+    return _write_frozen(concrete, path).outputs[0].name
+
+
+def p_freeze_import_prefix(model, path):
+    function = tf.function(lambda x: model(x, training=False)).get_concrete_function(_spec_for(model))
+    return "import/" + _write_frozen(function, path).outputs[0].name
+
+
+def p_freeze_returns_tensor(model, path):
+    function = tf.function(lambda x: model(x, training=False)).get_concrete_function(_spec_for(model))
+    return _write_frozen(function, path).outputs[0]
+
+
+def p_freeze_returns_list(model, path):
+    function = tf.function(lambda x: model(x, training=False)).get_concrete_function(_spec_for(model))
+    return [t.name for t in _write_frozen(function, path).outputs]
+
+
+def p_freeze_clone_fresh_weights(model, path):
+    # "a copy to be safe": clone_model builds new, randomly initialised variables
+    copy = keras.models.clone_model(model)
+    function = tf.function(lambda x: copy(x, training=False)).get_concrete_function(_spec_for(copy))
+    return _write_frozen(function, path).outputs[0].name
+
+
+def p_freeze_float16_rounded(model, path):
+    # quantizing when not asked: weights rounded to float16 in a copy
+    copy = keras.models.clone_model(model)
+    copy.set_weights([w.astype(np.float16).astype(w.dtype) for w in model.get_weights()])
+    function = tf.function(lambda x: copy(x, training=False)).get_concrete_function(_spec_for(copy))
+    return _write_frozen(function, path).outputs[0].name
+
+
+def p_freeze_text_format(model, path):
+    function = tf.function(lambda x: model(x, training=False)).get_concrete_function(_spec_for(model))
+    return _write_frozen(function, path, as_text=True).outputs[0].name
+
+
+def p_freeze_ignores_path(model, path):
+    function = tf.function(lambda x: model(x, training=False)).get_concrete_function(_spec_for(model))
+    frozen = _write_frozen(function, path + ".pb")
+    return frozen.outputs[0].name
+
+
+def p_freeze_hard_coded_width(model, path):
+    function = tf.function(lambda x: model(x, training=False)).get_concrete_function(
+        tf.TensorSpec([None, 16], tf.float32))
+    return _write_frozen(function, path).outputs[0].name
+
+
+def p_freeze_saved_model_folder(model, path):
+    model.export(path, verbose=False)
+    return "Identity:0"
+
+
+def p_freeze_variables_kept(model, path):
+    function = tf.function(lambda x: model(x, training=False)).get_concrete_function(_spec_for(model))
+    pathlib.Path(path).write_bytes(function.graph.as_graph_def().SerializeToString())
+    return function.outputs[0].name
+
+
+def p_freeze_returns_input_name(model, path):
+    function = tf.function(lambda x: model(x, training=False)).get_concrete_function(_spec_for(model))
+    return _write_frozen(function, path).inputs[0].name
+
+
+def p_freeze_op_name(model, path):
+    function = tf.function(lambda x: model(x, training=False)).get_concrete_function(_spec_for(model))
+    return _write_frozen(function, path).outputs[0].op.name
+
+
+# ----- 14.1 right
+
+
+def p_freeze_decorated_as_graph(model, path):
+    @tf.function(input_signature=[tf.TensorSpec([None, model.inputs[0].shape[1]], tf.float32)])
+    def serve(batch):
+        return model(batch, training=False)
+
+    frozen, graph_def = convert_variables_to_constants_v2_as_graph(serve.get_concrete_function())
+    with tf.io.gfile.GFile(path, "wb") as out:
+        out.write(graph_def.SerializeToString())
+    return frozen.outputs[0].name
+
+
+def p_freeze_default_call(model, path):
+    # model(x) without training= is inference in Keras; name taken from the graph_def's last node
+    spec = tf.TensorSpec(model.inputs[0].shape, tf.float32)
+    concrete = tf.function(model).get_concrete_function(spec)
+    frozen = convert_variables_to_constants_v2(concrete)
+    pathlib.Path(path).write_bytes(frozen.graph.as_graph_def().SerializeToString())
+    output_op = frozen.graph.outputs[0].op.name
+    return output_op + ":0"
+
+
+def p_freeze_via_tf_saved_model(model, path):
+    holder = tf.Module()
+    holder.model = model
+    holder.serve = tf.function(lambda x: model(x, training=False),
+                               input_signature=[_spec_for(model)])
+    folder = pathlib.Path(str(path) + "_sm")
+    tf.saved_model.save(holder, str(folder), signatures=holder.serve)
+    loaded = tf.saved_model.load(str(folder))
+    frozen = convert_variables_to_constants_v2(loaded.signatures["serving_default"])
+    pathlib.Path(path).write_bytes(frozen.graph.as_graph_def().SerializeToString())
+    return frozen.outputs[0].name
+
+
+FREEZE_WRONG = [
+    p_freeze_training_true, p_freeze_batch_of_eight, p_freeze_float64, p_freeze_import_prefix,
+    p_freeze_returns_tensor, p_freeze_returns_list, p_freeze_clone_fresh_weights,
+    p_freeze_float16_rounded, p_freeze_text_format, p_freeze_ignores_path,
+    p_freeze_hard_coded_width, p_freeze_saved_model_folder, p_freeze_variables_kept,
+    p_freeze_returns_input_name, p_freeze_op_name,
+]
+FREEZE_RIGHT = [p_freeze_decorated_as_graph, p_freeze_default_call, p_freeze_via_tf_saved_model]
+
+
+@pytest.mark.parametrize("answer", cases(FREEZE_WRONG, HOLES))
+def test_prompt_freeze_for_serving_wrong(answer):
+    hint = rejects(ex14.check_freeze_for_serving, answer, may_raise=True)
+    assert len(hint) <= 600 and "/tmp" not in hint and "\x1b" not in hint
+
+
+@pytest.mark.parametrize("answer", cases(FREEZE_RIGHT, HOLES))
+def test_prompt_freeze_for_serving_right(answer):
+    passes(ex14.check_freeze_for_serving, answer)
+
+
+# ----- 14.2 wrong
+
+
+def _read_graph_def(path):
+    graph_def = tf.compat.v1.GraphDef()
+    graph_def.ParseFromString(pathlib.Path(path).read_bytes())
+    return graph_def
+
+
+def _pruned(path, input_name, output_name, prefix=""):
+    graph_def = _read_graph_def(path)
+    name = prefix.rstrip("/") if prefix else ""
+    wrapped = tf.compat.v1.wrap_function(
+        lambda: tf.compat.v1.import_graph_def(graph_def, name=name), [])
+    return wrapped.prune(prefix + input_name, prefix + output_name)
+
+
+def p_call_returns_tensor(path, input_name, output_name):
+    run = _pruned(path, input_name, output_name)
+    return lambda batch: run(tf.constant(batch))
+
+
+def p_call_returns_list(path, input_name, output_name):
+    run = _pruned(path, input_name, output_name)
+    return lambda batch: [run(tf.constant(batch)).numpy()]
+
+
+def p_call_squeezed(path, input_name, output_name):
+    run = _pruned(path, input_name, output_name)
+    return lambda batch: np.squeeze(run(tf.constant(batch)).numpy())
+
+
+def p_call_float64_result(path, input_name, output_name):
+    run = _pruned(path, input_name, output_name)
+    return lambda batch: run(tf.constant(batch)).numpy().astype(np.float64)
+
+
+def p_call_first_placeholder(path, input_name, output_name):
+    # ignores input_name: feeds the first placeholder of the file
+    graph_def = _read_graph_def(path)
+    first = next(node.name for node in graph_def.node if node.op == "Placeholder")
+    run = _pruned(path, first + ":0", output_name)
+    return lambda batch: run(tf.constant(batch)).numpy()
+
+
+def p_call_last_node(path, input_name, output_name):
+    # ignores output_name: fetches the last node of the file
+    graph_def = _read_graph_def(path)
+    run = _pruned(path, input_name, graph_def.node[-1].name + ":0")
+    return lambda batch: run(tf.constant(batch)).numpy()
+
+
+def p_call_hard_coded_names(path, input_name, output_name):
+    run = _pruned(path, "features:0", "Identity:0")
+    return lambda batch: run(tf.constant(batch)).numpy()
+
+
+def p_call_with_session(path, input_name, output_name):
+    graph_def = _read_graph_def(path)
+    graph = tf.Graph()
+    with graph.as_default():
+        tf.compat.v1.import_graph_def(graph_def, name="")
+    session = tf.compat.v1.Session(graph=graph)
+    return lambda batch: session.run(output_name, {input_name: batch})
+
+
+def p_call_rewrites_file(path, input_name, output_name):
+    # "normalises" the file after loading: rewrites it as text
+    graph_def = _read_graph_def(path)
+    tf.io.write_graph(graph_def, os.path.dirname(path), os.path.basename(path), as_text=True)
+    wrapped = tf.compat.v1.wrap_function(
+        lambda: tf.compat.v1.import_graph_def(graph_def, name=""), [])
+    run = wrapped.prune(input_name, output_name)
+    return lambda batch: run(tf.constant(batch)).numpy()
+
+
+def p_call_first_batch_cached(path, input_name, output_name):
+    run = _pruned(path, input_name, output_name)
+    cache = {}
+
+    def call(batch):
+        if "answer" not in cache:
+            cache["answer"] = run(tf.constant(batch)).numpy()
+        return cache["answer"]
+    return call
+
+
+def p_call_single_rows(path, input_name, output_name):
+    # one row at a time, stacked without the batch axis for a batch of one
+    run = _pruned(path, input_name, output_name)
+    return lambda batch: np.concatenate([run(tf.constant(row[None])).numpy() for row in batch])[0] \
+        if len(batch) == 1 else np.concatenate([run(tf.constant(row[None])).numpy() for row in batch])
+
+
+# ----- 14.2 right
+
+
+def p_call_import_prefix(path, input_name, output_name):
+    run = _pruned(path, input_name, output_name, prefix="import/")
+    return lambda batch: run(tf.constant(batch, tf.float32)).numpy()
+
+
+def p_call_input_map(path, input_name, output_name):
+    graph_def = _read_graph_def(path)
+    placeholder = next(n for n in graph_def.node if n.name == input_name.split(":")[0])
+    shape = tf.TensorShape(placeholder.attr["shape"].shape)
+
+    def body(x):
+        (out,) = tf.compat.v1.import_graph_def(graph_def, input_map={input_name: x},
+                                               return_elements=[output_name], name="frozen")
+        return out
+    wrapped = tf.compat.v1.wrap_function(body, [tf.TensorSpec(shape, tf.float32)])
+    return lambda batch: np.asarray(wrapped(tf.convert_to_tensor(batch)))
+
+
+def p_call_pathlib_and_gfile(path, input_name, output_name):
+    graph_def = tf.compat.v1.GraphDef.FromString(tf.io.gfile.GFile(str(path), "rb").read())
+
+    def imports():
+        tf.graph_util.import_graph_def(graph_def, name="")
+    function = tf.compat.v1.wrap_function(imports, signature=[])
+    pruned = function.prune(feeds=[input_name], fetches=[output_name])
+    return lambda batch: pruned(tf.constant(batch))[0].numpy()
+
+
+CALL_WRONG = [
+    p_call_returns_tensor, p_call_returns_list, p_call_squeezed, p_call_float64_result,
+    p_call_first_placeholder, p_call_last_node, p_call_hard_coded_names, p_call_with_session,
+    p_call_rewrites_file, p_call_first_batch_cached, p_call_single_rows,
+]
+CALL_RIGHT = [p_call_import_prefix, p_call_input_map, p_call_pathlib_and_gfile]
+
+
+@pytest.mark.parametrize("answer", cases(CALL_WRONG, HOLES))
+def test_prompt_frozen_callable_wrong(answer):
+    hint = rejects(ex14.check_frozen_callable, answer, may_raise=True)
+    assert len(hint) <= 600 and "/tmp" not in hint and "\x1b" not in hint
+
+
+@pytest.mark.parametrize("answer", cases(CALL_RIGHT, HOLES))
+def test_prompt_frozen_callable_right(answer):
+    passes(ex14.check_frozen_callable, answer)
+
+
+# ----- 14.3 wrong
+
+
+def _float16(converter):
+    converter.optimizations = [tf.lite.Optimize.DEFAULT]
+    converter.target_spec.supported_types = [tf.float16]
+    with deploy.quietly():
+        return converter.convert()
+
+
+def _serving(model, training=False, batch=None, dtype=tf.float32):
+    return tf.function(lambda x: model(tf.cast(x, tf.float32), training=training)
+                       ).get_concrete_function(_spec_for(model, batch=batch, dtype=dtype))
+
+
+def p_lite_plain(model):
+    with deploy.quietly():
+        return tf.lite.TFLiteConverter.from_keras_model(model).convert()
+
+
+def p_lite_dynamic_range(model):
+    converter = tf.lite.TFLiteConverter.from_keras_model(model)
+    converter.optimizations = [tf.lite.Optimize.DEFAULT]
+    with deploy.quietly():
+        return converter.convert()
+
+
+def p_lite_types_only(model):
+    converter = tf.lite.TFLiteConverter.from_keras_model(model)
+    converter.target_spec.supported_types = [tf.float16]
+    with deploy.quietly():
+        return converter.convert()
+
+
+def p_lite_trackable_model(model):
+    return _float16(tf.lite.TFLiteConverter.from_concrete_functions([_serving(model)], model))
+
+
+def p_lite_training_true(model):
+    return _float16(tf.lite.TFLiteConverter.from_concrete_functions([_serving(model, True)]))
+
+
+def p_lite_float64_input(model):
+    return _float16(tf.lite.TFLiteConverter.from_concrete_functions(
+        [_serving(model, dtype=tf.float64)]))
+
+
+def p_lite_float16_io(model):
+    converter = tf.lite.TFLiteConverter.from_keras_model(model)
+    converter.optimizations = [tf.lite.Optimize.DEFAULT]
+    converter.target_spec.supported_types = [tf.float16]
+    converter.inference_input_type = tf.float16
+    converter.inference_output_type = tf.float16
+    with deploy.quietly():
+        return converter.convert()
+
+
+def p_lite_returns_path(model):
+    content = _float16(tf.lite.TFLiteConverter.from_keras_model(model))
+    path = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"attack_{os.getpid()}.tflite")
+    pathlib.Path(path).write_bytes(content)
+    return path
+
+
+def p_lite_returns_bytearray_list(model):
+    return list(_float16(tf.lite.TFLiteConverter.from_keras_model(model)))
+
+
+def p_lite_model_cast_in_place(model):
+    # rounds the model's own weights to float16 first: the model is changed
+    model.set_weights([w.astype(np.float16).astype(w.dtype) for w in model.get_weights()])
+    return _float16(tf.lite.TFLiteConverter.from_keras_model(model))
+
+
+def p_lite_model_made_untrainable(model):
+    model.trainable = False
+    return _float16(tf.lite.TFLiteConverter.from_keras_model(model))
+
+
+def p_lite_fresh_clone(model):
+    copy = keras.models.clone_model(model)
+    return _float16(tf.lite.TFLiteConverter.from_keras_model(copy))
+
+
+def p_lite_hard_coded_width(model):
+    function = tf.function(lambda x: model(x, training=False)).get_concrete_function(
+        tf.TensorSpec([None, 16], tf.float32))
+    return _float16(tf.lite.TFLiteConverter.from_concrete_functions([function]))
+
+
+# ----- 14.3 right
+
+
+def p_lite_from_export(model):
+    folder = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"attack_export_{os.getpid()}")
+    import shutil
+    shutil.rmtree(folder, ignore_errors=True)
+    model.export(folder, verbose=False)
+    try:
+        return _float16(tf.lite.TFLiteConverter.from_saved_model(folder))
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def p_lite_concrete_without_owner(model):
+    return _float16(tf.lite.TFLiteConverter.from_concrete_functions([_serving(model)]))
+
+
+def p_lite_optimize_for_size(model):
+    converter = tf.lite.TFLiteConverter.from_keras_model(model)
+    converter.optimizations = {tf.lite.Optimize.OPTIMIZE_FOR_SIZE}
+    converter.target_spec.supported_types = {tf.float16}
+    with deploy.quietly():
+        return bytes(converter.convert())
+
+
+def p_lite_frozen_first(model):
+    frozen = convert_variables_to_constants_v2(_serving(model))
+    return _float16(tf.lite.TFLiteConverter.from_concrete_functions([frozen]))
+
+
+LITE_WRONG = [
+    p_lite_plain, p_lite_dynamic_range, p_lite_types_only, p_lite_trackable_model,
+    p_lite_training_true, p_lite_float64_input, p_lite_float16_io, p_lite_returns_path,
+    p_lite_returns_bytearray_list, p_lite_model_cast_in_place, p_lite_model_made_untrainable,
+    p_lite_fresh_clone, p_lite_hard_coded_width,
+]
+LITE_RIGHT = [p_lite_from_export, p_lite_concrete_without_owner, p_lite_optimize_for_size,
+              p_lite_frozen_first]
+
+
+@pytest.mark.parametrize("answer", cases(LITE_WRONG, HOLES))
+def test_prompt_float16_litert_wrong(answer):
+    hint = rejects(ex14.check_float16_litert, answer, may_raise=True)
+    assert len(hint) <= 600 and "/tmp" not in hint and "\x1b" not in hint
+
+
+@pytest.mark.parametrize("answer", cases(LITE_RIGHT, HOLES))
+def test_prompt_float16_litert_right(answer):
+    passes(ex14.check_float16_litert, answer)
