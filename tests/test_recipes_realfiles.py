@@ -674,10 +674,6 @@ def test_state_digest_tells_repeated_positions_apart():
     assert state_digest(a) != state_digest(b)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "misleading docstring: state_digest's docstring says 'so equal digests mean identical state' and the "
-    "module's 'Equal digests mean identical training state ... bit for bit', while the same docstring "
-    "admits that two iterator positions with equal next elements share a digest"))
 def test_state_digest_docstring_does_not_overclaim():
     import helpers.resume as resume
     for text in (resume.__doc__, resume.state_digest.__doc__):
