@@ -25,6 +25,8 @@ MOVED = [
     ("keras2", "Keras2RunError", RuntimeError),
     ("keras2", "LegacyModelError", ValueError),
     ("resume", "TrainingStateError", ValueError),
+    ("keras_files", "ReloadMismatchError", ValueError),
+    ("keras_files", "ReloadFailedError", ValueError),
 ]
 TOPICS = ["cloning", "ensembles", "files", "inspection", "keras2", "keras_files", "metagraph", "migration",
           "object_graph", "resume", "saved_models", "scopes", "state_sync", "timing"]
