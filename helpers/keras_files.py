@@ -525,10 +525,7 @@ def round_trip(
     from helpers import round_trip_worker as worker
 
     text = path_text(path, "Keras file path")
-    description = describe_keras_file(text)  # NotAKerasFileError for a missing or unreadable file
-    if description.kind != "keras archive":
-        raise NotAKerasFileError(text, "a weights-only file: round_trip reloads a whole model; save it with "
-                                       "model.save('name.keras'), or check a weights file with missing_from_file")
+    _check_keras_archive(text)
     if not model.built:
         raise ValueError("the model is not built yet: call it once on data before comparing it with a file")
     entries = _modules_to_import(model) if modules is None else [path_text(m, "module") for m in modules]
@@ -564,6 +561,24 @@ def round_trip(
     if strict and not report.ok:
         raise ReloadMismatchError(text, report.problems, report)
     return report
+
+
+def _check_keras_archive(text: str) -> None:
+    """``NotAKerasFileError`` unless ``text`` is a ``.keras`` zip archive with a model configuration."""
+    if not os.path.exists(text):
+        raise NotAKerasFileError(text, "no such file or folder")
+    if text.endswith((".weights.h5", ".weights.json")):
+        raise NotAKerasFileError(text, "a weights-only file: round_trip reloads a whole model; save it with "
+                                       "model.save('name.keras'), or check a weights file with missing_from_file")
+    if os.path.isdir(text) or not text.endswith(".keras"):
+        raise NotAKerasFileError(text, "round_trip reloads a .keras archive (model.save('name.keras'))")
+    try:
+        with zipfile.ZipFile(text) as archive:
+            names = archive.namelist()
+    except (zipfile.BadZipFile, EOFError, OSError) as error:
+        raise NotAKerasFileError(text, f"not a zip archive, or a truncated one ({first_line(error)})") from None
+    if "config.json" not in names:
+        raise NotAKerasFileError(text, "the archive has no 'config.json': not a Keras 3 model file")
 
 
 def _modules_to_import(model: keras.Model) -> list[str]:
