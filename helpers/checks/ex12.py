@@ -90,8 +90,8 @@ def check_peak_hooks(peak_class: type) -> str:
                 "super().load_own_variables(store), which handle the layer's weights")
         value = got.peak
         require(isinstance(value, np.ndarray),
-                f"after {label}, peak is a {type(value).__name__}, not a NumPy array: copy it out of the file "
-                "with np.array(store[...]) (the file is closed after loading)")
+                f"after {label}, peak is a {type(value).__name__}, not a NumPy array: read it back with "
+                "np.array(store['peak'])")
         require(np.allclose(value, peak),
                 f"after {label}, peak is {np.round(value, 3)} instead of {np.round(peak, 3)}: write it in "
                 "save_own_variables (store['peak'] = self.peak) and read it back in load_own_variables")
