@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import sys
 import textwrap
 
@@ -79,7 +80,7 @@ def test_a_complete_file_passes_and_the_report_is_a_table(trained):
     report = round_trip(model, path, X)
     assert isinstance(report, RoundTripReport) and report.ok and report.problems == []
     text = repr(report)
-    assert "norm/moving_mean" in text and "adam/iteration" in text and "all equal" in text
+    assert "norm/moving_mean" in text and re.search(r"adam\w*/iteration", text) and "all equal" in text
     assert max(len(line) for line in text.splitlines()) <= 100
 
 
