@@ -470,3 +470,50 @@ class FreezeError(ValueError):
     def __init__(self, reason: str, route: str) -> None:
         self.reason, self.route = reason, route
         super().__init__(f"cannot freeze: {reason}; {route}")
+
+
+# --------------------------------------------------------------------------- reloading in a fresh process (notebook 12)
+
+
+class ReloadMismatchError(ValueError):
+    """A model reloaded in a fresh process is not the model that was saved (``keras_files.round_trip``).
+
+    Each problem is one line: outputs that differ, variables that differ, are
+    missing from the reloaded model or appear only there, and layers left
+    unbuilt. ``report`` holds the whole comparison (a ``RoundTripReport``).
+
+    Example:
+        >>> raise ReloadMismatchError("m.keras", ["variable 'net/d/kernel': differs",
+        ...                                       "layer 'net/d': left unbuilt"])
+        Traceback (most recent call last):
+        ...
+        helpers.errors.ReloadMismatchError: 'm.keras' reloaded in a fresh process is not the saved model:
+          variable 'net/d/kernel': differs
+          layer 'net/d': left unbuilt
+    """
+
+    def __init__(self, path: str | os.PathLike, problems: Iterable[str], report: Any = None) -> None:
+        self.path = os.fspath(path)
+        self.problems = list(problems)
+        self.report = report
+        lines = [f"{self.path!r} reloaded in a fresh process is not the saved model:"]
+        super().__init__("\n".join(lines + [f"  {problem}" for problem in self.problems]))
+
+
+class ReloadFailedError(ValueError):
+    """A fresh process could not reload a model file (a class it cannot import, an error, a time-out).
+
+    The message says why and what makes it work (for a custom class: put it
+    in a module and name that module, or register it in an importable one).
+
+    Example:
+        >>> raise ReloadFailedError("m.keras", "it cannot find the class 'Scale'")
+        Traceback (most recent call last):
+        ...
+        helpers.errors.ReloadFailedError: a fresh process could not reload 'm.keras': it cannot find the class 'Scale'
+    """
+
+    def __init__(self, path: str | os.PathLike, reason: str) -> None:
+        self.path = os.fspath(path)
+        self.reason = reason
+        super().__init__(f"a fresh process could not reload {self.path!r}: {reason}")

@@ -596,3 +596,256 @@ def _newest_key(name: str, suffix: str) -> tuple[bool, list[int], list[object]]:
     """Numbered names first, then by their numbers, then by the whole name (``.h5``'s 5 is not a number)."""
     numbers = [int(number) for number in re.findall(r"\d+", name[: -len(suffix)])]
     return bool(numbers), numbers, _natural_key(name)
+
+
+# --------------------------------------------------------------------------- round trip in a fresh process (notebook 12)
+
+import sys  # noqa: E402
+
+from helpers.errors import ReloadFailedError, ReloadMismatchError  # noqa: E402
+
+__all__ += ["ReloadFailedError", "ReloadMismatchError", "RoundTripReport", "RoundTripRow", "round_trip"]
+
+_LIBRARY_MODULES = ("keras", "tf_keras", "tensorflow", "builtins", "numpy")
+_NAME_WIDTH = 44
+
+
+@dataclass(frozen=True)
+class RoundTripRow:
+    """One line of a round trip: an output, a variable or a layer, as it is here and after the reload."""
+
+    what: str  # "output", "variable" or "layer"
+    name: str
+    here: str
+    reloaded: str
+    verdict: str  # "equal", "differs", "missing", "unexpected", "unbuilt", "class differs"
+
+    @property
+    def ok(self) -> bool:
+        return self.verdict == "equal"
+
+    def problem(self) -> str:
+        where = {"missing": "missing from the reloaded model", "unexpected": "only in the reloaded model",
+                 "unbuilt": "left unbuilt by the reload", "differs": "differs after the reload",
+                 "class differs": f"is a {self.here} here, a {self.reloaded} in the fresh process"}[self.verdict]
+        if self.verdict == "differs" and self.here != self.reloaded:
+            where = f"is {self.here} here, {self.reloaded} after the reload"
+        return f"{self.what} {self.name!r} {where}"
+
+
+@dataclass(frozen=True)
+class RoundTripReport:
+    """What ``round_trip`` compared, row by row; shows itself as a table. ``ok`` when every row is equal."""
+
+    path: str
+    rows: tuple[RoundTripRow, ...]
+    max_output_difference: float
+
+    @property
+    def ok(self) -> bool:
+        return all(row.ok for row in self.rows)
+
+    @property
+    def problems(self) -> list[str]:
+        return [row.problem() for row in self.rows if not row.ok]
+
+    def __repr__(self) -> str:
+        rows = [[row.what, _shorten(row.name), row.here, row.reloaded, row.verdict] for row in self.rows]
+        counts = {what: sum(row.what == what for row in self.rows) for what in ("output", "variable", "layer")}
+        summary = ", ".join(f"{n} {what}{'s' * (n != 1)}" for what, n in counts.items())
+        verdict = "all equal" if self.ok else f"{len(self.problems)} problem{'s' * (len(self.problems) != 1)}"
+        return format_table(["what", "name", "here", "reloaded", "verdict"], rows) + f"\n{summary}: {verdict}"
+
+
+def _shorten(name: str) -> str:
+    return name if len(name) <= _NAME_WIDTH else name[: _NAME_WIDTH // 2 - 1] + "…" + name[-(_NAME_WIDTH // 2):]
+
+
+def round_trip(
+    model: keras.Model,
+    path: str | os.PathLike,
+    inputs: object,
+    *,
+    modules: list[str | os.PathLike] | tuple[str | os.PathLike, ...] | None = None,
+    compile: bool = True,  # noqa: A002 - load_model's own argument name
+    safe_mode: bool = True,
+    atol: float = 1e-6,
+    timeout: float = 300.0,
+    strict: bool = True,
+) -> RoundTripReport:
+    """Reload the ``.keras`` file ``path`` in a fresh Python process and compare it with ``model``.
+
+    A fresh process has none of the classes this one defined, so a class
+    that only a notebook cell defines cannot be silently reused. The
+    reloaded model is compared with ``model``: its outputs on ``inputs`` (an
+    array, a list or a dict of arrays; ``training=False``), every variable by
+    path (non-trainable state, untracked ``tf.Variable`` attributes and the
+    optimizer's variables included), and every layer's class and built state
+    (read before the reloaded model is called, since a call would build a
+    layer the reload left unbuilt). With ``strict`` (the default) any
+    difference raises ``ReloadMismatchError`` naming each one; otherwise the
+    report says so (``report.ok``, ``report.problems``).
+
+    The fresh process imports ``modules`` first (module names, or paths of
+    ``.py`` files): the modules that define or register the custom classes,
+    losses and metrics. When ``modules`` is ``None``, it imports the modules
+    of the model's own layer classes. Nothing is written next to ``path``: the
+    inputs and results go through a temporary folder. A file that is not a
+    ``.keras`` archive raises ``NotAKerasFileError``; a class the fresh
+    process cannot find, an error while loading, or a run longer than
+    ``timeout`` seconds raises ``ReloadFailedError`` saying what to do.
+
+    Example:
+        >>> model.save("model.keras")                        # doctest: +SKIP
+        >>> round_trip(model, "model.keras", x)              # doctest: +SKIP
+        what      name              here     reloaded  verdict
+        --------  ----------------  -------  --------  -------
+        output    0                 (4, 1)   (4, 1)    equal
+        variable  net/dense/kernel  (3, 1)   (3, 1)    equal
+        ...
+    """
+    import subprocess
+    import tempfile
+
+    from helpers import round_trip_worker as worker
+
+    text = path_text(path, "Keras file path")
+    _check_keras_archive(text)
+    if not model.built:
+        raise ValueError("the model is not built yet: call it once on data before comparing it with a file")
+    entries = _modules_to_import(model) if modules is None else [path_text(m, "module") for m in modules]
+    entries = [os.path.abspath(m) if m.endswith(".py") else m for m in entries]
+    here, here_arrays = worker.snapshot(model, inputs)
+    layout, input_arrays = worker.pack_inputs(inputs)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the folder that holds `helpers`
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    env["PYTHONPATH"] = os.pathsep.join([root] + [p for p in [env.get("PYTHONPATH", "")] if p])
+    with tempfile.TemporaryDirectory(prefix="round_trip_") as folder:
+        np.savez(os.path.join(folder, "inputs.npz"), **input_arrays)
+        request = {"path": os.path.abspath(text), "modules": entries, "compile": compile,
+                   "safe_mode": safe_mode, "inputs": layout}
+        with open(os.path.join(folder, "request.json"), "w", encoding="utf-8") as file:
+            json.dump(request, file)
+        try:
+            finished = subprocess.run([sys.executable, "-m", "helpers.round_trip_worker", folder], env=env,
+                                      capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise ReloadFailedError(text, f"it did not finish within {timeout:g} s and was stopped; "
+                                          "pass a larger timeout= for a big model") from None
+        result_file = os.path.join(folder, "result.json")
+        if not os.path.isfile(result_file):
+            last = (finished.stderr.strip().splitlines() or ["no message"])[-1]
+            raise ReloadFailedError(text, f"the process ended with code {finished.returncode}: {last}")
+        with open(result_file, encoding="utf-8") as file:
+            there = json.load(file)
+        if "error" in there:
+            raise ReloadFailedError(text, _failure_reason(there, model, entries))
+        with np.load(os.path.join(folder, "arrays.npz")) as data:
+            there_arrays = {key: data[key] for key in data.files}
+    report = _compare(text, here, here_arrays, there, there_arrays, atol)
+    if strict and not report.ok:
+        raise ReloadMismatchError(text, report.problems, report)
+    return report
+
+
+def _check_keras_archive(text: str) -> None:
+    """``NotAKerasFileError`` unless ``text`` is a ``.keras`` zip archive with a model configuration."""
+    if not os.path.exists(text):
+        raise NotAKerasFileError(text, "no such file or folder")
+    if text.endswith((".weights.h5", ".weights.json")):
+        raise NotAKerasFileError(text, "a weights-only file: round_trip reloads a whole model; save it with "
+                                       "model.save('name.keras'), or check a weights file with missing_from_file")
+    if os.path.isdir(text) or not text.endswith(".keras"):
+        raise NotAKerasFileError(text, "round_trip reloads a .keras archive (model.save('name.keras'))")
+    try:
+        with zipfile.ZipFile(text) as archive:
+            names = archive.namelist()
+    except (zipfile.BadZipFile, EOFError, OSError) as error:
+        raise NotAKerasFileError(text, f"not a zip archive, or a truncated one ({first_line(error)})") from None
+    if "config.json" not in names:
+        raise NotAKerasFileError(text, "the archive has no 'config.json': not a Keras 3 model file")
+
+
+def _modules_to_import(model: keras.Model) -> list[str]:
+    found: list[str] = []
+    for layer in model._flatten_layers(include_self=True, recursive=True):
+        module = type(layer).__module__
+        if module.split(".")[0] in _LIBRARY_MODULES or module in ("__main__", "__mp_main__"):
+            continue
+        # A top-level module loaded from a file (a notebook's work folder) goes by its path, so that the fresh
+        # process finds it wherever it runs; a module in a package goes by its name.
+        file = getattr(sys.modules.get(module), "__file__", None) or ""
+        entry = file if "." not in module and file.endswith(".py") else module
+        if entry not in found:
+            found.append(entry)
+    return found
+
+
+def _failure_reason(there: dict, model: keras.Model, entries: list[str]) -> str:
+    if there["error"] == "import":
+        return f"importing {there['module']!r} failed ({there['message']}); pass modules= that import cleanly"
+    if there["error"] == "not_found":
+        name = there["name"].split(">")[-1]
+        defined = [type(layer) for layer in model._flatten_layers(include_self=True, recursive=True)
+                   if type(layer).__name__ == name]
+        where = ""
+        if defined and defined[0].__module__ in ("__main__", "__mp_main__"):
+            where = " It is defined in this notebook or script (__main__), which a fresh process cannot import."
+        tried = f" (imported: {', '.join(entries)})" if entries else " (no module was imported)"
+        return (f"it cannot find the {there['kind']} {there['name']!r}{tried}.{where} Put the {there['kind']} "
+                "in a .py module, register it there with @keras.saving.register_keras_serializable(), and pass "
+                "modules=['that_module'] or the file's path")
+    return there["message"]
+
+
+def _compare(text: str, here: dict, here_arrays: dict, there: dict, there_arrays: dict, atol: float) -> RoundTripReport:
+    rows: list[RoundTripRow] = []
+    worst = 0.0
+    for i in range(max(here["outputs"], there["outputs"])):
+        a, b = here_arrays.get(f"o{i}"), there_arrays.get(f"o{i}")
+        if a is None or b is None:
+            rows.append(RoundTripRow("output", str(i), _describe(a), _describe(b), "missing" if b is None else "unexpected"))
+            continue
+        same, difference = _same(a, b, atol)
+        worst = max(worst, difference)
+        rows.append(RoundTripRow("output", str(i), _format_shape(a.shape), _format_shape(b.shape),
+                                 "equal" if same else "differs"))
+    theirs = {v["name"]: v for v in there["variables"]}
+    mine = {v["name"]: v for v in here["variables"]}
+    for name, variable in mine.items():
+        a = here_arrays[variable["key"]]
+        if name not in theirs:
+            rows.append(RoundTripRow("variable", name, _describe(a), "-", "missing"))
+            continue
+        b = there_arrays[theirs[name]["key"]]
+        same, _ = _same(a, b, atol)
+        rows.append(RoundTripRow("variable", name, _describe(a), _describe(b), "equal" if same else "differs"))
+    for name in theirs.keys() - mine.keys():
+        rows.append(RoundTripRow("variable", name, "-", _describe(there_arrays[theirs[name]["key"]]), "unexpected"))
+    reloaded_layers = {layer["path"]: layer for layer in there["layers"]}
+    for layer in here["layers"]:
+        other = reloaded_layers.get(layer["path"])
+        short = layer["class"].rsplit(".", 1)[-1]
+        if other is None:
+            rows.append(RoundTripRow("layer", layer["path"], short, "-", "missing"))
+        elif other["class"] != layer["class"]:
+            rows.append(RoundTripRow("layer", layer["path"], layer["class"], other["class"], "class differs"))
+        elif layer["built"] and not other["built"]:
+            rows.append(RoundTripRow("layer", layer["path"], "built", "unbuilt", "unbuilt"))
+        else:
+            rows.append(RoundTripRow("layer", layer["path"], "built" if layer["built"] else "unbuilt",
+                                     "built" if other["built"] else "unbuilt", "equal"))
+    return RoundTripReport(text, tuple(rows), worst)
+
+
+def _describe(value: np.ndarray | None) -> str:
+    return "-" if value is None else _format_shape(value.shape)
+
+
+def _same(a: np.ndarray, b: np.ndarray, atol: float) -> tuple[bool, float]:
+    if a.shape != b.shape or a.dtype.kind != b.dtype.kind:
+        return False, math.inf
+    if a.dtype.kind not in "fc":
+        return bool(np.array_equal(a, b)), 0.0 if np.array_equal(a, b) else math.inf
+    difference = float(np.max(np.abs(a - b))) if a.size else 0.0
+    return bool(np.allclose(a, b, rtol=0.0, atol=atol, equal_nan=True)), difference

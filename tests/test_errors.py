@@ -28,6 +28,8 @@ MOVED = [
     ("deploy", "NotAModelFileError", ValueError),
     ("deploy", "TensorNotFoundError", ValueError),
     ("deploy", "FreezeError", ValueError),
+    ("keras_files", "ReloadMismatchError", ValueError),
+    ("keras_files", "ReloadFailedError", ValueError),
 ]
 TOPICS = ["cloning", "deploy", "ensembles", "files", "inspection", "keras2", "keras_files", "metagraph", "migration",
           "object_graph", "resume", "saved_models", "scopes", "state_sync", "timing"]

@@ -47,6 +47,8 @@ TEACHING = {
                 "What evidence would convince you that a migrated model is the same model?"]),
     "11": (60, ["Which pieces of state does 'resume' need in your own training loop?",
                 "What happens to your checkpoints if the machine dies during a save?"]),
+    "12": (55, ["Your model file loads without an error: what would convince you it is the model you saved?",
+                "Where should your custom classes live so that a server, a colleague and a fresh process find them?"]),
     "14": (50, ["A converter finished without an error: what would convince you the file is the same model?",
                 "float16, dynamic range or float32: how would you decide for your own model?"]),
 }

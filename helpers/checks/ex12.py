@@ -1,0 +1,141 @@
+"""Checks for notebook 12 (custom code that survives a reload).
+
+Each check builds its own models and files in a fresh temporary folder, calls
+the learner's code, and says what is wrong when the answer is not right.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import warnings
+from collections.abc import Callable
+
+import keras
+import numpy as np
+
+from helpers.checks import exercise_check, require
+
+__all__ = ["check_best_checkpoint", "check_peak_hooks", "check_load_with_optimizer"]
+
+_X = np.linspace(-1.0, 1.0, 32, dtype=np.float32).reshape(8, 4)
+
+
+# --------------------------------------------------------------------------- 12.1
+
+
+@exercise_check("12.1")
+def check_best_checkpoint(make_best_checkpoint: Callable[[str], keras.callbacks.Callback]) -> str:
+    with tempfile.TemporaryDirectory() as root:
+        folder = os.path.join(root, "run [2]")
+        os.makedirs(folder)
+        callback = make_best_checkpoint(folder)
+        require(isinstance(callback, keras.callbacks.ModelCheckpoint),
+                f"return a keras.callbacks.ModelCheckpoint, got {type(callback).__name__}")
+        expected = os.path.join(folder, "best.weights.h5")
+        require(os.path.normpath(str(callback.filepath)) == os.path.normpath(expected),
+                "the file should be best.weights.h5 inside `folder`: os.path.join(folder, 'best.weights.h5')")
+        require(callback.save_weights_only, "the file should hold only the weights: pass save_weights_only=True")
+        require(callback.save_best_only, "keep only the best epoch: pass save_best_only=True")
+        require(callback.monitor == "val_auc", f"the callback watches {callback.monitor!r}: pass monitor='val_auc'")
+        require(callback.mode == "max", f"mode is {callback.mode!r}: Keras cannot tell from the name 'val_auc' which "
+                                        "way is better here; higher AUC is better, so pass mode='max'")
+        require(callback.save_freq == "epoch", f"save_freq is {callback.save_freq!r}: compare at the end of every "
+                                               "epoch (save_freq='epoch', the default)")
+        model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2, name="probe_10")])
+        callback.set_model(model)
+        aucs = [0.61, 0.83, 0.72, 0.91, 0.90]
+        kept = []
+        for epoch, auc in enumerate(aucs):
+            model.layers[0].kernel.assign(np.full((4, 2), epoch + 1.0, dtype="float32"))
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                callback.on_epoch_end(epoch, {"val_auc": auc, "val_loss": 1.0 - epoch / 10})
+            copy = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2, name="probe_10")])
+            copy.load_weights(expected)
+            kept.append(float(copy.layers[0].kernel.numpy()[0, 0]))
+        require(kept == [1.0, 2.0, 2.0, 4.0, 4.0],
+                f"after each epoch the file held the weights of epochs {[int(k) for k in kept]}; it should hold the "
+                "epoch with the highest val_auc so far: [1, 2, 2, 4, 4]")
+    return "weights only, best.weights.h5 in the folder, rewritten only when val_auc rises (mode='max', every epoch)"
+
+
+# --------------------------------------------------------------------------- 12.2
+
+
+@exercise_check("12.2")
+def check_peak_hooks(peak_class: type) -> str:
+    rng = np.random.default_rng(12)
+    layer = peak_class(name="peak_probe_7")
+    model = keras.Sequential([layer])  # built lazily, on the first call
+    model(_X)
+    layer.gain.assign(rng.uniform(0.5, 2.0, 4).astype("float32"))
+    for _ in range(3):
+        layer.observe(rng.normal(size=(5, 4)).astype("float32") + 1.0)
+    peak = np.array(layer.peak, copy=True)
+    gain = layer.gain.numpy().copy()
+    require(peak.any(), "observe() did not change peak: keep the class's observe() as it was given")
+    with tempfile.TemporaryDirectory() as folder:
+        weights = os.path.join(folder, "peak [w].weights.h5")
+        whole = os.path.join(folder, "peak [m].keras")
+        model.save_weights(weights)
+        model.save(whole)
+        fresh = keras.Sequential([peak_class(name="peak_probe_7")])
+        fresh(_X)
+        fresh.load_weights(weights)
+        reloaded = keras.models.load_model(whole, custom_objects={peak_class.__name__: peak_class})
+    for label, got in (("load_weights", fresh.layers[0]), ("load_model", reloaded.layers[0])):
+        require(np.allclose(got.gain.numpy(), gain),
+                f"after {label}, gain is not the saved one: call super().save_own_variables(store) and "
+                "super().load_own_variables(store), which handle the layer's weights")
+        value = got.peak
+        require(isinstance(value, np.ndarray),
+                f"after {label}, peak is a {type(value).__name__}, not a NumPy array: read it back with "
+                "np.array(store['peak'])")
+        require(np.allclose(value, peak),
+                f"after {label}, peak is {np.round(value, 3)} instead of {np.round(peak, 3)}: write it in "
+                "save_own_variables (store['peak'] = self.peak) and read it back in load_own_variables")
+    return "gain and peak come back from .weights.h5 and .keras (a lazily built layer, a name of its own)"
+
+
+# --------------------------------------------------------------------------- 12.3
+
+
+def _twin(seed: int) -> keras.Sequential:
+    keras.utils.set_random_seed(seed)
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(5, name="trunk_1"),
+                              keras.layers.BatchNormalization(name="trunk_1_bn"),
+                              keras.layers.Dense(5, name="trunk_10", trainable=False),
+                              keras.layers.Dense(2, name="head_x")], name="probe_net")
+    model.compile(keras.optimizers.Adam(0.02), "mse")
+    return model
+
+
+@exercise_check("12.3")
+def check_load_with_optimizer(load_with_optimizer: Callable[[keras.Model, str], object]) -> str:
+    source = _twin(4)
+    target_y = np.stack([_X.sum(axis=1), _X[:, 0] - _X[:, 3]], axis=1)
+    source.fit(_X, target_y, epochs=3, batch_size=4, verbose=0)
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "trained [3].weights.h5")
+        source.save_weights(path)
+        data = open(path, "rb").read()
+        target = _twin(9)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            load_with_optimizer(target, path)
+        require(open(path, "rb").read() == data, "the file changed: only read it")
+    skipped = [str(w.message) for w in caught if "Skipping variable loading for optimizer" in str(w.message)]
+    require(not skipped, "Keras skipped the optimizer's values ('Skipping variable loading for optimizer'): "
+                         "build the optimizer on model.trainable_variables before load_weights")
+    for mine, theirs in zip(target.weights, source.weights):
+        require(np.allclose(mine.numpy(), theirs.numpy()),
+                f"{mine.path} does not hold the saved value: load every weight with model.load_weights(path)")
+    steps = int(target.optimizer.iterations.numpy())
+    require(steps == int(source.optimizer.iterations.numpy()),
+            f"the optimizer's step count is {steps}, not the saved {int(source.optimizer.iterations.numpy())}: "
+            "build it first (model.optimizer.build(model.trainable_variables)), then load_weights")
+    require(len(target.optimizer.variables) == len(source.optimizer.variables) and all(
+        np.allclose(a.numpy(), b.numpy()) for a, b in zip(target.optimizer.variables, source.optimizer.variables)),
+        "the optimizer's slots differ from the saved ones: build it on model.trainable_variables, then load")
+    return "weights (frozen and non-trainable included) and Adam's step count and slots all came back, no warning"
