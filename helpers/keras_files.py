@@ -806,7 +806,7 @@ def _compare(text: str, here: dict, here_arrays: dict, there: dict, there_arrays
         if a is None or b is None:
             rows.append(RoundTripRow("output", str(i), _describe(a), _describe(b), "missing" if b is None else "unexpected"))
             continue
-        same, difference = _same(a, b, atol)
+        same, difference = _within(a, b, atol)
         worst = max(worst, difference)
         rows.append(RoundTripRow("output", str(i), _format_shape(a.shape), _format_shape(b.shape),
                                  "equal" if same else "differs"))
@@ -818,7 +818,7 @@ def _compare(text: str, here: dict, here_arrays: dict, there: dict, there_arrays
             rows.append(RoundTripRow("variable", name, _describe(a), "-", "missing"))
             continue
         b = there_arrays[theirs[name]["key"]]
-        same, _ = _same(a, b, atol)
+        same, _ = _within(a, b, atol)
         rows.append(RoundTripRow("variable", name, _describe(a), _describe(b), "equal" if same else "differs"))
     for name in theirs.keys() - mine.keys():
         rows.append(RoundTripRow("variable", name, "-", _describe(there_arrays[theirs[name]["key"]]), "unexpected"))
@@ -842,7 +842,8 @@ def _describe(value: np.ndarray | None) -> str:
     return "-" if value is None else _format_shape(value.shape)
 
 
-def _same(a: np.ndarray, b: np.ndarray, atol: float) -> tuple[bool, float]:
+def _within(a: np.ndarray, b: np.ndarray, atol: float) -> tuple[bool, float]:
+    """Whether ``a`` and ``b`` agree within ``atol`` (exactly for non-floats), and by how much they differ."""
     if a.shape != b.shape or a.dtype.kind != b.dtype.kind:
         return False, math.inf
     if a.dtype.kind not in "fc":
