@@ -198,7 +198,13 @@ def check_clone_trained(clone_trained) -> str:
         new_x, new_y = answer
         require(isinstance(new_y, tf.Tensor) and isinstance(new_x, tf.Tensor),
                 "return tensors: (copy's input tensor, copy's output tensor)")
+        require(new_x.shape.as_list() == x.shape.as_list() and new_y.shape.as_list() == y.shape.as_list(),
+                f"the pair's shapes are {new_x.shape} and {new_y.shape}; the input is {x.shape} and the output "
+                f"{y.shape}: return (copy's input, copy's output), in that order.")
         require(new_y is not y and new_y.name != y.name, "the output you returned is the original's, not a copy")
+        require(new_x is not x and new_x.name != x.name,
+                "the input you returned is the original's: return the copy's own input tensor, the one the "
+                "copy's output reads.")
         require(
             all(np.array_equal(a, b) for a, b in zip(trained, sess.run(originals))),
             "your function changed the original network's weights: copy from the original to the copy "
