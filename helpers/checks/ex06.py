@@ -200,8 +200,8 @@ def check_train_and_keep(train_and_keep: Callable) -> str:
             require(int(counter.numpy()) == steps,
                     f"step_fn should run {steps} times (steps={steps}); it ran {int(counter.numpy())} times")
             require(not deleted, f"the checkpoint saved after step {deleted[0] if deleted else 0} was gone by "
-                    "the next step: delete the oldest checkpoints by step number, not by file name ('ckpt-10' sorts before "
-                    "'ckpt-9'), or let tf.train.CheckpointManager(..., max_to_keep=keep) do it.")
+                    "the next step: delete the oldest checkpoints by step number, not by file name "
+                    "('ckpt-10' sorts before 'ckpt-9'), or let tf.train.CheckpointManager(..., max_to_keep=keep) do it.")
             require(not unsaved, f"no checkpoint was saved after step(s) {unsaved} (when step_fn was called "
                     "again, the latest checkpoint held an older step): save after every call of step_fn()")
             kept = sorted(name[: -len(".index")] for name in os.listdir(directory) if name.endswith(".index"))
