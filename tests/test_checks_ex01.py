@@ -306,19 +306,6 @@ from tests.attack_support import cases, passes, rejects  # noqa: E402
 
 # Today's check gets these wrong (xfail strict: remove an entry when the check is fixed).
 HOLES = {
-    "count_floats_only": "check accepts this wrong answer: skips integer tensors (every fixture tensor is float32)",
-    "count_bytes_over_four": "check accepts this wrong answer: bytes // 4 (every fixture tensor is float32)",
-    "count_data_file_size": "check accepts this wrong answer: data file size // 4 (every fixture tensor is float32)",
-    "count_without_global_step": "check accepts this wrong answer: skips global_step (fixture has none)",
-    "count_without_optimizer_slots": "check accepts this wrong answer: skips optimizer slots (fixture has none)",
-    "count_float32_values": "check accepts this wrong answer: counts only float32 tensors",
-    "save_trainable_from_fresh_session": "check accepts this wrong answer: saves a fresh session (values equal initial ones)",
-    "save_trainable_with_step": "check accepts this wrong answer: saves at prefix-N, not at prefix",
-    "save_trainable_with_extension": "check accepts this wrong answer: saves at prefix.ckpt, not at prefix",
-    "save_trainable_initial_values": "check accepts this wrong answer: assigns initial_value before saving",
-    "without_scope_fresh_session": "check accepts this wrong answer: saves a fresh session (values equal initial ones)",
-    "moved_newest_by_mtime": "check accepts this wrong answer: newest by file time",
-    "moved_returns_numpy_step": "check accepts this wrong answer: returns numpy int64, not int",
 }
 
 
@@ -491,8 +478,8 @@ def save_trainable_forget_return(sess, prefix):
         V1.train.Saver(_trainable(sess)).save(sess, prefix, write_meta_graph=False, write_state=False)
 
 
-# Not listed as wrong: the reference solution also writes the `checkpoint` state file, although the
-# prompt says "changes no other file in the folder" (the fixture has no earlier state file).
+# Not wrong: the prompt now says the files already in the folder stay as they were and that the
+# `checkpoint` state file may be written (the reference solution writes it).
 def save_trainable_updating_state_file(sess, prefix):
     with sess.graph.as_default():
         return V1.train.Saver(_trainable(sess)).save(sess, prefix, write_meta_graph=False)

@@ -38,7 +38,7 @@ def run_through_graph_collections(prefix, x):
     [inputs], [outputs] = graph.get_collection("inputs"), graph.get_collection("outputs")
     with V1.Session(graph=graph) as sess:
         saver.restore(sess, prefix)
-        return sess.run([outputs], feed_dict={inputs: x})[0].tolist()
+        return sess.run([outputs], feed_dict={inputs: x})[0]
 
 
 def run_by_notebook_names(prefix, x):
@@ -427,11 +427,6 @@ from tests.attack_support import cases, passes, rejects  # noqa: E402
 
 # Today's check gets these wrong (xfail strict: remove an entry when the check is fixed).
 HOLES: dict[str, str] = {
-    "collections_one_shared_graph": "check accepts this wrong answer: one graph reused across calls",
-    "collections_squeezed": "check accepts this wrong answer: np.squeeze (no size-1 axis in the fixture)",
-    "collections_float64": "check accepts this wrong answer: float64, not what sess.run returned",
-    "collections_latest_in_folder": "check accepts this wrong answer: restores the folder's latest, not prefix",
-    "collections_tolist": "check accepts this wrong answer: a list where a NumPy array is asked",
 }
 
 

@@ -404,10 +404,6 @@ from tests.attack_support import cases, passes, rejects  # noqa: E402
 
 # Today's check gets these wrong (xfail strict: remove an entry when the check is fixed).
 HOLES: dict[str, str] = {
-    "vote_returns_list": "check accepts this wrong answer: a list where a NumPy array is asked",
-    "vote_float_labels": "check accepts this wrong answer: float64 labels",
-    "vote_returns_tensor": "check accepts this wrong answer: a tf.Tensor where a NumPy array is asked",
-    "shared_every_node_with_attr": "check accepts this wrong answer: rewrites non-VarHandleOp shared_names too",
 }
 
 

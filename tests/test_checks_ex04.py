@@ -37,7 +37,7 @@ def variables_feeding_by_walking(output):
             continue
         seen.add(op.name)
         if op.type in ("VarHandleOp", "VariableV2"):
-            found.add(op.name + ":0")
+            found.add(op.name)
         todo.extend(t.op for t in op.inputs)
         todo.extend(op.control_inputs)
     return found
@@ -73,8 +73,13 @@ def as_variables(output):
 def variables_feeding_from_graph_ops(output):
     needed = V1.graph_util.extract_sub_graph(output.graph.as_graph_def(), [output.op.name])
     kept = {node.name for node in needed.node}
-    return {op.name + ":0" for op in output.graph.get_operations()
+    return {op.name for op in output.graph.get_operations()
             if op.name in kept and op.type in ("VarHandleOp", "VariableV2")}
+
+
+def tensor_names_with_colon(output):
+    # The prompt asks for op names: ':0' names a tensor (these were accepted before the check was fixed).
+    return {name + ":0" for name in variables_feeding(output)}
 
 
 @pytest.mark.parametrize("answer", [variables_feeding, variables_feeding_by_walking, variables_feeding_from_graph_ops])
@@ -93,6 +98,7 @@ def test_04_1_right_answers_pass(answer, capsys):
         (without_the_trunk, r"you missed \['trunk/scale', 'trunk/w'\]"),
         (as_variables, "not tensors or variables"),
         (lambda output: "trunk/w", "not one string"),
+        (tensor_names_with_colon, "is a tensor's name"),
     ],
 )
 def test_04_1_mistakes_get_hints(answer, hint):
@@ -308,8 +314,6 @@ from tests.attack_support import cases, passes, rejects  # noqa: E402
 
 # Today's check gets these wrong (xfail strict: remove an entry when the check is fixed).
 HOLES: dict[str, str] = {
-    "feeding_tensor_names": "check accepts this wrong answer: tensor names with ':0' where op names are asked",
-    "feeding_variable_names": "check accepts this wrong answer: variable.name (with ':0') where op names are asked",
 }
 
 _VARIABLE_OPS = ("VarHandleOp", "VariableV2", "Variable")

@@ -321,9 +321,6 @@ from tests.attack_support import cases, passes, rejects  # noqa: E402
 
 # Today's check gets these wrong (xfail strict: remove an entry when the check is fixed).
 HOLES: dict[str, str] = {
-    "sync_leaf_name": "check accepts this wrong answer: pairs by leaf name (no two leaves alike in the fixture)",
-    "loss_numpy": "raw error: a Python float return crashes the check (TypeError), generic hint",
-    "sync_also_global_step": "check accepts this wrong answer: the op also writes a variable outside the scopes",
 }
 
 

@@ -315,7 +315,6 @@ from tests.attack_support import cases, passes, rejects  # noqa: E402
 
 # Today's check gets these wrong (xfail strict: remove an entry when the check is fixed).
 HOLES: dict[str, str] = {
-    "keep_deletes_lexicographically": "check accepts this wrong answer: deletes by name order (ckpt-10 < ckpt-9; fewer than 10 steps)",
 }
 
 

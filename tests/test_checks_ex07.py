@@ -318,8 +318,6 @@ from tests.attack_support import cases, passes, rejects  # noqa: E402
 
 # Today's check gets these wrong (xfail strict: remove an entry when the check is fixed).
 HOLES: dict[str, str] = {
-    "load_by_meta_file": "check accepts this wrong answer: format told by the .meta file",
-    "load_by_file_name": "check accepts this wrong answer: format told by a 'ckpt-' file name",
 }
 
 _TF1_NAMES = ("layer1/weights", "layer1/biases", "layer2/weights", "layer2/biases")

@@ -14,8 +14,9 @@ from helpers.checks import exercise_check, require
 V1 = tf.compat.v1
 AffineInGraph = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
 
-# Two calls with other shapes and values: an answer that hard-codes the first call's shapes fails.
-_CASES = [((4, 3), (3, 2)), ((2, 5), (5, 3))]
+# Calls with other shapes and values: an answer that hard-codes the first call's shapes fails, and the
+# last one's 1x1 result has size-1 axes that np.squeeze would drop.
+_CASES = [((4, 3), (3, 2)), ((2, 5), (5, 3)), ((1, 4), (4, 1))]
 
 
 def _example_inputs(seed: int, x_shape: tuple[int, int], w_shape: tuple[int, int]):
@@ -28,22 +29,48 @@ def _example_inputs(seed: int, x_shape: tuple[int, int], w_shape: tuple[int, int
 
 @contextlib.contextmanager
 def _session_results() -> Iterator[list]:
-    """Record what every ``Session.run`` returns while the learner's function runs."""
+    """Record (session, fetched values, feed) of every ``Session.run`` while the learner's function runs."""
     results: list = []
-    original = V1.Session.run
+    base_session = next(cls for cls in V1.Session.__mro__ if cls.__name__ == "BaseSession")
+    original = base_session.run
 
-    def run(self, *args, **kwargs):
-        result = original(self, *args, **kwargs)
-        results.append(result)
+    def run(self, fetches, feed_dict=None, *args, **kwargs):
+        result = original(self, fetches, feed_dict, *args, **kwargs)
+        results.append((self, result, feed_dict))
         return result
 
-    with mock.patch.object(V1.Session, "run", run):
+    with mock.patch.object(base_session, "run", run):
         yield results
 
 
-def _came_from(result: np.ndarray, results: list) -> bool:
-    return any(isinstance(r, np.ndarray) and r.shape == result.shape and np.array_equal(r, result)
-               for r in results)
+def _arrays(value) -> Iterator[np.ndarray]:
+    """Every NumPy array in what ``sess.run`` returned: the value itself, or inside a list, tuple or dict."""
+    if isinstance(value, np.ndarray):
+        yield value
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _arrays(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _arrays(item)
+
+
+def _same(a: np.ndarray, b: np.ndarray) -> bool:
+    return a.shape == b.shape and a.dtype == b.dtype and np.array_equal(a, b)
+
+
+def _source_run(result: np.ndarray, results: list):
+    """The last recorded run whose fetched values hold ``result`` (same shape, dtype and values), or None."""
+    return next((run for run in reversed(results) if any(_same(a, result) for a in _arrays(run[1]))), None)
+
+
+def _was_fed(feed_dict, x: np.ndarray) -> bool:
+    values = feed_dict.values() if isinstance(feed_dict, dict) else ()
+    return any(np.shape(v) == x.shape and np.array_equal(np.asarray(v), x) for v in values)
+
+
+def _variable_shapes(graph: tf.Graph) -> list[tuple]:
+    return [tuple(v.shape.as_list()) for v in graph.get_collection(V1.GraphKeys.GLOBAL_VARIABLES)]
 
 
 # Names from old answers, none of them in the notebook's table: still there, moved, or gone.
@@ -90,6 +117,7 @@ def check_modern_name(modern_name: Callable[[str], str | None]) -> str:
 @exercise_check("00.2")
 def check_affine_in_graph(affine_in_graph: AffineInGraph) -> str:
     """``affine_in_graph(x, w, b)`` runs ``x @ w + b`` in a new graph and returns what a session gives."""
+    graphs, sessions, calls = [], [], []
     for seed, (x_shape, w_shape) in enumerate(_CASES):
         x, w, b = _example_inputs(seed, x_shape, w_shape)
         with _session_results() as results:
@@ -105,15 +133,39 @@ def check_affine_in_graph(affine_in_graph: AffineInGraph) -> str:
         expected_shape = (x_shape[0], w_shape[1])
         require(result.shape == expected_shape,
                 f"x is {x_shape[0]}x{x_shape[1]} and w is {w_shape[0]}x{w_shape[1]}, so the result should "
-                f"be {expected_shape[0]}x{expected_shape[1]}; got shape {result.shape}. Did you use tf.matmul(x, w)?")
+                f"be {expected_shape[0]}x{expected_shape[1]}; got shape {result.shape}. Use tf.matmul(x, w), "
+                "and return the array as `sess.run` gives it, without reshaping or squeezing it.")
+        require(result.dtype == np.float32,
+                f"the result is {result.dtype}, but the graph computes float32: return the array exactly as "
+                "`sess.run` gives it, without converting it.")
         require(not np.allclose(result, x @ w, atol=1e-5),
                 "the result is x @ w without the bias: add `b` after the product.")
         require(np.allclose(result, x @ w + b, atol=1e-5),
                 "the values differ from x @ w + b: initialise the variables from the arrays you are given "
                 "(`initializer=w`), and feed x to the placeholder.")
-        require(_came_from(result, results),
+        run = _source_run(result, results)
+        require(run is not None,
                 "the values are right but they are not what `sess.run` returned: return the session's result.")
-    return "x @ w + b came back from a session run, for two inputs of different shapes"
+        session, _, feed_dict = run
+        graph = session.graph
+        require(all(graph is not earlier for earlier in graphs) and all(session is not s for s in sessions),
+                "a second call ran in the graph or session of an earlier call: open a new graph "
+                "(`with tf.Graph().as_default():`) and a new `V1.Session` inside the function, on every call.")
+        graphs.append(graph)
+        sessions.append(session)
+        calls.append((x, w, b, feed_dict, graph))
+    # Checked once every call has run, so that a graph shared across calls shows its own error first.
+    for x, w, b, feed_dict, graph in calls:
+        require(_was_fed(feed_dict, x),
+                "x was not fed: make `x` a `V1.placeholder` and give its value in `feed_dict` when you run "
+                "the result, rather than building it into the graph as a constant.")
+        shapes = _variable_shapes(graph)
+        require(w.shape in shapes and b.shape in shapes,
+                "the graph lacks a variable for "
+                f"{'w' if w.shape not in shapes else 'b'}: make both `w` and `b` variables "
+                "(`V1.get_variable(\"b\", initializer=b)`), initialised from the arrays given.")
+    return (f"x @ w + b came back from a session run with x fed and w, b variables, for {len(_CASES)} inputs "
+            "of different shapes, each in a new graph and session")
 
 
 # --------------------------------------------------------------------------- 00.3
@@ -179,11 +231,13 @@ def _checked_call(initial_weights: InitialWeights, seed: int, shape: tuple[int, 
                                         "at its default, float32.")
     require(bool(runs), f"{call} ran no session: the values must be the ones TensorFlow's initializer draws, "
                         "in a new graph run by a `V1.Session`, not NumPy's or eager TensorFlow's.")
-    graphs = [graph for graph, value in runs
-              if isinstance(value, np.ndarray) and value.shape == result.shape and np.array_equal(value, result)]
+    graphs = [graph for graph, value in runs if any(_same(a, result) for a in _arrays(value))]
     require(bool(graphs), f"{call} returned an array that no `sess.run` gave back: return what the session "
                           "gives for the variable.")
     graph = graphs[-1]
+    require(shape in _variable_shapes(graph),
+            f"{call} made no variable of shape {shape} in the graph it ran: create one with "
+            "`V1.get_variable(name, shape=shape)` and return what `sess.run` gives for that variable.")
     require(graph is not caller_graph and len(caller_graph.get_operations()) == ops_before,
             f"{call} built the variable in the default graph: build it in a new one, "
             "`with tf.Graph().as_default():`, so that each call starts from an empty graph.")
@@ -214,11 +268,9 @@ def check_initial_weights(initial_weights: InitialWeights) -> str:
         require(graph.seed == seed, f"{call} ran a graph whose graph-level seed is {graph.seed}, not {seed}: "
                                     "pass the function's `seed` argument to `V1.set_random_seed`.")
         require(np.array_equal(result, _default_draw(seed, shape)),
-                f"{call} returned values other than the ones the default initializer draws for a single "
-                f"variable in a new graph seeded with {seed}. Look for an `initializer=` or an op-level seed "
-                "(leave both out), a random op made before the variable (it shifts the op-level seed "
-                "TensorFlow derives), or `initial_value` run again after the initializer in the same "
-                "session (that draws new numbers).")
+                f"{call} returned values other than the default initializer's draw for one variable in a "
+                f"new graph seeded with {seed}. Look for an `initializer=` or op-level seed, a random op made "
+                "before the variable, or `initial_value` run again after the initializer.")
         if results and (seed, shape) == _SEED_CALLS[0]:
             require(np.array_equal(result, results[0]),
                     f"two calls {call} returned different values: each call must build its own new graph.")

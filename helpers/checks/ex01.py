@@ -11,6 +11,7 @@ import contextlib
 import hashlib
 import os
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from unittest import mock
@@ -36,6 +37,17 @@ def _make_variables(specs: dict[str, tuple[tuple[int, ...], bool]]) -> dict[str,
         values[name] = _value(index + 1, shape)
         V1.get_variable(name, initializer=values[name], trainable=trainable)
     return values
+
+
+def _move_away(sess: V1.Session, values: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Assign each named variable a value other than its initial one; return the new values by name.
+
+    A checkpoint written from a fresh session, or after re-assigning ``initial_value``, then shows.
+    """
+    current = {name: (value * -1.5 - 0.25).astype(value.dtype) for name, value in values.items()}
+    by_name = {v.op.name: v for v in sess.graph.get_collection(V1.GraphKeys.GLOBAL_VARIABLES)}
+    sess.run([by_name[name].assign(value) for name, value in current.items()])
+    return current
 
 
 def _keys(path: str) -> set[str]:
@@ -80,6 +92,23 @@ def _save_plain(prefix: str, specs: dict[str, tuple[int, ...]]) -> str:
             return V1.train.Saver().save(sess, prefix)
 
 
+def _save_trained(prefix: str) -> tuple[str, int]:
+    """A checkpoint with int32, int64 (global_step), float64 and float32 tensors and Adam's slots."""
+    with tf.Graph().as_default():
+        kernel = V1.get_variable("dense/kernel", initializer=_value(1, (3, 2)))
+        bias = V1.get_variable("dense/bias", initializer=_value(2, (2,)))
+        V1.get_variable("stats/counts", initializer=np.arange(1, 6, dtype=np.int32), trainable=False)
+        V1.get_variable("stats/mean", initializer=np.linspace(0.5, 2.0, 4), trainable=False)  # float64
+        step = V1.train.get_or_create_global_step()
+        loss = tf.reduce_sum(tf.square(tf.matmul(tf.ones([1, 3]), kernel) + bias))
+        train = V1.train.AdamOptimizer(0.01).minimize(loss, global_step=step)
+        expected = sum(v.shape.num_elements() for v in V1.global_variables())
+        with V1.Session() as sess:
+            sess.run(V1.global_variables_initializer())
+            sess.run(train)
+            return V1.train.Saver().save(sess, prefix, write_meta_graph=False), expected
+
+
 @exercise_check("01.1")
 def check_count_parameters(count_parameters: Callable[[str | os.PathLike], int]) -> str:
     """``count_parameters(prefix)`` counts the numbers stored in a checkpoint, without building a graph."""
@@ -109,7 +138,14 @@ def check_count_parameters(count_parameters: Callable[[str | os.PathLike], int])
             require(isinstance(count, (int, np.integer)) and count == expected,
                     f"with the prefix given as {kind}, the checkpoint stores {expected} numbers ({shapes}); "
                     f"you returned {count!r}. A scalar (shape ()) holds one number.")
-    return "two checkpoints counted (a str and a pathlib.Path prefix), no graph built"
+        prefix, expected = _save_trained(os.path.join(folder, "trained", "model"))
+        count = count_parameters(prefix)
+        require(isinstance(count, (int, np.integer)) and count == expected,
+                f"a trained model's checkpoint (int and float64 tensors, a global step, Adam's slots) stores "
+                f"{expected} numbers; you returned {count!r}. Count every key, whatever its dtype or name, "
+                "and count values (the product of the shape), not bytes.")
+    return ("three checkpoints counted (a str and a pathlib.Path prefix; int, float64 and float32 tensors, "
+            "a global step and optimizer slots), no graph built")
 
 
 # --------------------------------------------------------------------------- 01.2
@@ -126,10 +162,15 @@ def check_save_trainable_only(save_trainable_only: Callable[[V1.Session, str], s
         V1.train.get_or_create_global_step()
         Path(folder, "notes.txt").write_text("a file of the learner's that must stay as it is")
         before = _fingerprints(folder)
+        prefix = os.path.join(folder, "weights")
         with V1.Session() as sess:
             sess.run(V1.global_variables_initializer())
-            path = _returned_checkpoint(save_trainable_only(sess, os.path.join(folder, "weights")),
-                                        "save_trainable_only")
+            values = _move_away(sess, values)
+            path = _returned_checkpoint(save_trainable_only(sess, prefix), "save_trainable_only")
+        require(os.path.normpath(path) == os.path.normpath(prefix),
+                f"the checkpoint is at {os.path.basename(path)!r}, not at the prefix given "
+                f"({os.path.basename(prefix)!r}): save at `prefix` itself, with no `global_step=` or "
+                "extension added.")
         keys = _keys(path)
         trainable = {name for name, (_, is_trainable) in specs.items() if is_trainable}
         require(not any(key.endswith(":0") for key in keys),
@@ -146,10 +187,12 @@ def check_save_trainable_only(save_trainable_only: Callable[[V1.Session, str], s
         reader = tf.train.load_checkpoint(path)
         for name in sorted(trainable):
             require(np.array_equal(reader.get_tensor(name), values[name]),
-                    f"{name!r} does not hold the session's value: save from the session you are given.")
+                    f"{name!r} does not hold the session's current value: save from the session you are "
+                    "given, as it is, without initializing or assigning anything first.")
         require(all(_fingerprints(folder).get(name) == digest for name, digest in before.items()),
                 "a file that was in the folder before was changed or deleted: write only the checkpoint.")
-    return "the 4 trainable variables saved (not global_step, not the moving mean), no .meta, nothing else touched"
+    return ("the session's current values of the 4 trainable variables saved at the prefix (not global_step, "
+            "not the moving mean), no .meta, no earlier file touched")
 
 
 # --------------------------------------------------------------------------- 01.3
@@ -166,26 +209,43 @@ def check_save_without_scope(save_without_scope: Callable[[V1.Session, str, str]
                 values = _make_variables(specs)
                 with V1.Session() as sess:
                     sess.run(V1.global_variables_initializer())
+                    initial, values = values, _move_away(sess, values)
                     path = _returned_checkpoint(save_without_scope(sess, scope, os.path.join(folder, scope)),
                                                 "save_without_scope")
             keys = _keys(path)
             others = sorted({key.split("/")[0] for key in keys} & {"model_10", "model_1_old"} - {scope})
-            require(not any(key.startswith(f"{scope}/") for key in keys) and not others,
-                    f"saving scope {scope!r}, the keys still start with a scope: {sorted(keys)}. Keep only the "
-                    f"variables under '{scope}/' (mind the '/': 'model_1' is also the start of 'model_10'), "
-                    "and map each name without the scope to its variable: a dict as the Saver's var_list.")
-            require(not any(key.endswith(":0") for key in keys),
-                    f"the keys end in ':0' ({sorted(keys)}): use `variable.op.name`, not `variable.name`.")
-            require(keys == set(inner),
-                    f"saving scope {scope!r}, expected the keys {sorted(inner)}, found {sorted(keys)}. Cut "
+            scoped = sorted(key for key in keys if key.startswith(f"{scope}/") or key.split("/")[0] in others)
+            require(not scoped,
+                    f"saving scope {scope!r}, the keys still start with a scope ({scoped[:1]} ...). Keep only "
+                    f"the variables under '{scope}/' (mind the '/': 'model_1' is also the start of "
+                    "'model_10'), keyed by their names without the scope: a dict as the Saver's var_list.")
+            colons = sorted(key for key in keys if key.endswith(":0"))
+            require(not colons,
+                    f"the keys end in ':0' ({colons[:1]} ...): use `variable.op.name`, not `variable.name`.")
+            missing, extra = sorted(set(inner) - keys), sorted(keys - set(inner))
+            require(bool(extra) or not missing,
+                    f"saving scope {scope!r}, expected the keys {sorted(inner)}; missing {missing}: keep every "
+                    "variable under the scope, trainable or not.")
+            require(not extra,
+                    f"saving scope {scope!r}, expected the keys {sorted(inner)}, found {extra[:1]} too. Cut "
                     "exactly the scope and its '/' from the front of each name (`removeprefix`; `lstrip` "
-                    "removes characters, not a prefix), and keep every variable under the scope.")
+                    "removes characters, not a prefix).")
             reader = tf.train.load_checkpoint(path)
             for name in inner:
-                require(np.array_equal(reader.get_tensor(name), values[f"{scope}/{name}"]),
-                        f"{name!r} does not hold the value of '{scope}/{name}' in the session: map each key "
-                        "to the variable of the scope you are given.")
-    return "model_1/ and model_10/ each saved alone (3 variables), keys without the scope, values right"
+                saved = reader.get_tensor(name)
+                source = next((full for full, value in values.items() if np.array_equal(saved, value)), None)
+                require(source in (None, f"{scope}/{name}"),
+                        f"saving scope {scope!r}, the key {name!r} holds the value of {source!r}: keep only "
+                        f"the variables under '{scope}/' (mind the '/': 'model_1' is also the start of "
+                        "'model_10').")
+                require(not np.array_equal(saved, initial[f"{scope}/{name}"]),
+                        f"{name!r} holds the initial value of '{scope}/{name}', not its current one: save from "
+                        "the session you are given, without initializing it again.")
+                require(source is not None,
+                        f"{name!r} does not hold the current value of '{scope}/{name}': map each key to the "
+                        "variable of the scope you are given.")
+    return ("model_1/ and model_10/ each saved alone (3 variables), keys without the scope, the session's "
+            "current values")
 
 
 # --------------------------------------------------------------------------- 01.4
@@ -207,6 +267,11 @@ def _moved_folder(folder: str, steps: tuple[int, ...]) -> dict[int, dict[str, np
                 sess.run([w.assign(values["net/w"]), b.assign(values["net/b"]), step.assign(number)])
                 saver.save(sess, os.path.join(folder, "run"), global_step=number, write_meta_graph=False)
                 saved[number] = values
+    # File times in another order than the state file's: a copy does not keep them, so they say nothing.
+    now = time.time()
+    for rank, number in enumerate([steps[-1], *steps[:-1]]):  # the state file's newest is the oldest file
+        for file in Path(folder).glob(f"run-{number}.*"):
+            os.utime(file, (now - 1000 + 100 * rank, now - 1000 + 100 * rank))
     names = [f"{_OTHER_MACHINE}/run-{number}" for number in steps]
     state = [f'model_checkpoint_path: "{names[-1]}"'] + [f'all_model_checkpoint_paths: "{n}"' for n in names]
     Path(folder, "checkpoint").write_text("\n".join(state) + "\n")
@@ -216,7 +281,8 @@ def _moved_folder(folder: str, steps: tuple[int, ...]) -> dict[int, dict[str, np
 @exercise_check("01.4")
 def check_restore_moved(restore_moved: Callable[[V1.Session, str], int]) -> str:
     """``restore_moved(sess, folder)`` restores the newest checkpoint of a folder copied from elsewhere."""
-    steps = (100, 300, 200)  # saved in this order: the newest is neither the first nor the largest
+    # Saved in this order: the newest is neither the first, nor the largest, nor the latest file time.
+    steps = (100, 300, 250, 200)
     with tempfile.TemporaryDirectory() as folder:
         saved = _moved_folder(folder, steps)
         newest = steps[-1]
@@ -243,10 +309,16 @@ def check_restore_moved(restore_moved: Callable[[V1.Session, str], int]) -> str:
             "`model_checkpoint_path`.")
     require(found != max(steps), f"you restored run-{max(steps)}, the largest step, but the state file says "
                                  f"the newest is run-{newest}: follow `model_checkpoint_path`.")
+    require(found != steps[-2], f"you restored run-{steps[-2]}, whose files are the most recently modified: "
+                                "file times say nothing about which checkpoint is newest (a copy changes "
+                                "them). Follow the state file's `model_checkpoint_path`.")
     require(found == newest and np.array_equal(restored["net/b"], saved[newest]["net/b"])
             and int(restored["step"]) == newest,
             f"after restoring, every variable (net/w, net/b, global_step) should hold run-{newest}'s values.")
     require(returned is not None, "restore_moved returned None: return the restored global step as an int.")
     require(isinstance(returned, (int, np.integer)) and int(returned) == newest,
             f"the restored global step is {newest}; you returned {returned!r}.")
+    require(isinstance(returned, int) and not isinstance(returned, bool),
+            f"you returned the step as NumPy's {type(returned).__name__}: `sess.run` gives NumPy numbers; "
+            "return a Python `int` (`int(...)`).")
     return f"run-{newest}, the newest the moved state file names, restored in full; no file changed"

@@ -11,6 +11,8 @@ import contextlib
 import os
 import tempfile
 import warnings
+from collections.abc import Iterator
+from unittest import mock
 
 import keras
 import numpy as np
@@ -53,29 +55,70 @@ def _save_author_model(folder: str) -> str:
         saver = V1.train.Saver()
         with V1.Session() as sess:
             sess.run([w1.assign(_W1), b1.assign(_B1), w2.assign(_W2), b2.assign(_B2)])
-            return saver.save(sess, os.path.join(folder, "author"))
+            prefix = saver.save(sess, os.path.join(folder, "author"))
+            # A newer checkpoint in the same folder, which the state file names: not the one given.
+            sess.run([w1.assign(-_W1), b1.assign(-_B1), w2.assign(_W2 * 2), b2.assign(_B2 * 2)])
+            saver.save(sess, os.path.join(folder, "author_retrained"), write_meta_graph=False)
+            return prefix
+
+
+def _expected(x: np.ndarray, sign: float = 1.0, scale: float = 1.0) -> np.ndarray:
+    return np.maximum(x @ (sign * _W1) + sign * _B1, 0) @ (scale * _W2) + scale * _B2
+
+
+@contextlib.contextmanager
+def _session_graphs() -> Iterator[list]:
+    """Record the graph of every session run while the learner's function runs."""
+    graphs: list = []
+    base_session = next(cls for cls in V1.Session.__mro__ if cls.__name__ == "BaseSession")
+    original = base_session.run
+
+    def run(self, *args, **kwargs):
+        graphs.append(self.graph)
+        return original(self, *args, **kwargs)
+
+    with mock.patch.object(base_session, "run", run):
+        yield graphs
 
 
 @exercise_check("02.1")
 def check_run_from_collections(run_from_collections) -> str:
+    earlier_graphs: list = []
     with tempfile.TemporaryDirectory() as folder:
         prefix = _save_author_model(folder)
-        before = _files(folder)
-        result = run_from_collections(prefix, _X.copy())
-        after = _files(folder)
+        for x in (_X.copy(), _X[1:2].copy()):  # the second input is one row: np.squeeze would show
+            before = _files(folder)
+            with _session_graphs() as graphs:
+                result = run_from_collections(prefix, x)
+            after = _files(folder)
+            _check_output(result, x, after == before)
+            require(not any(graph is earlier for graph in graphs for earlier in earlier_graphs),
+                    "a second call ran in the graph of the first: import the .meta into a new graph on "
+                    "every call (`with tf.Graph().as_default():` inside the function).")
+            earlier_graphs.extend(graphs)
+    return ("found the input and output through their collections and ran the model restored from the "
+            "prefix given, in a new graph on each of two calls")
+
+
+def _check_output(result, x: np.ndarray, files_unchanged: bool) -> None:
     require(result is not None, "run_from_collections returned None: return what sess.run gives you")
     require(
         not isinstance(result, (tf.Tensor, tf.Operation)),
         "you returned a graph tensor, not its value: return sess.run(output_tensor, {input_tensor: x})",
     )
-    require(after == before, "your function changed the checkpoint's files: it should only read them")
-    result = np.asarray(result)
-    expected = np.maximum(_X @ _W1 + _B1, 0) @ _W2 + _B2
+    require(files_unchanged, "your function changed the checkpoint's files: it should only read them")
+    require(isinstance(result, np.ndarray),
+            f"you returned a {type(result).__name__}: return the NumPy array that `sess.run(output, ...)` "
+            "gives, as it is.")
+    expected = _expected(x)
     require(
         result.shape == expected.shape,
-        f"expected an array of shape {expected.shape}, got {result.shape}: "
-        "run the tensor from the 'outputs' collection, fed through the one in 'inputs'",
+        f"for x of shape {x.shape}, expected an array of shape {expected.shape}, got {result.shape}: run the "
+        "tensor from the 'outputs' collection, fed through the one in 'inputs', and return it unreshaped",
     )
+    require(result.dtype == np.float32,
+            f"the result is {result.dtype}; the model computes float32: return what `sess.run` gives, "
+            "unconverted.")
     require(
         not np.allclose(result, -1.0),
         "you ran a tensor called 'logits', which this model uses as a decoy: "
@@ -87,11 +130,15 @@ def check_run_from_collections(run_from_collections) -> str:
         "that import_meta_graph returns, saver.restore(sess, prefix)",
     )
     require(
+        not np.allclose(result, _expected(x, -1.0, 2.0), atol=1e-5),
+        "you restored another checkpoint of the folder, the newest its state file names: restore "
+        "`prefix` itself, the checkpoint you are given.",
+    )
+    require(
         np.allclose(result, expected, atol=1e-5),
         f"expected {np.round(expected, 3).tolist()}, got {np.round(result, 3).tolist()}: feed x to the "
         "placeholder from the 'inputs' collection and restore every variable",
     )
-    return "found the input and output through their collections, and ran the restored model"
 
 
 def _save_unit_model(folder: str) -> str:

@@ -42,7 +42,13 @@ def _reference_vote(probabilities: np.ndarray) -> list[int]:
 def check_vote(vote) -> str:
     def ask(probabilities):
         probabilities = np.asarray(probabilities, np.float32)
-        result = np.asarray(vote(probabilities.copy()))
+        result = vote(probabilities.copy())
+        require(isinstance(result, np.ndarray),
+                f"vote returned {type(result).__name__}, not a NumPy array: return a NumPy array of integer labels "
+                "(`np.array(labels)`, or the result of NumPy's argmax).")
+        require(np.issubdtype(result.dtype, np.integer),
+                f"vote returned labels of dtype {result.dtype}: labels are class indices, return them as "
+                "integers (argmax gives int64).")
         batch = probabilities.shape[1]
         require(
             result.shape == (batch,),
@@ -166,6 +172,20 @@ def check_build_ensemble(build_ensemble) -> str:
 # ---------------------------------------------------------------- 03.3 shared names
 
 
+_QUEUE = "feed_queue"
+
+
+def _without_shared_name(node) -> bytes:
+    """A node's bytes with a VarHandleOp's shared_name left out (nothing else may change)."""
+    if node.op != "VarHandleOp":
+        return node.SerializeToString(deterministic=True)
+    bare = type(node)()
+    bare.CopyFrom(node)
+    if "shared_name" in bare.attr:
+        del bare.attr["shared_name"]
+    return bare.SerializeToString(deterministic=True)
+
+
 def _save_two_variable_model(folder: str) -> tuple[str, list[str]]:
     """The checkpoints of y = x * w + b for three members, and the path of the .meta."""
     prefixes = []
@@ -173,6 +193,8 @@ def _save_two_variable_model(folder: str) -> tuple[str, list[str]]:
         with tf.Graph().as_default():
             x = V1.placeholder(tf.float32, name="x")
             tf.identity(_build_affine(x), name="y")
+            # Another kind of node with a shared_name, which the exercise leaves as it is.
+            V1.FIFOQueue(2, tf.float32, shared_name=_QUEUE, name=_QUEUE)
             saver = V1.train.Saver()
             with V1.Session() as sess:
                 w, b = _member_values(k)
@@ -204,6 +226,16 @@ def check_scope_shared_names(scope_shared_names) -> str:
                     "the MetaGraphDef you were given was changed: work on a copy "
                     "(new = tf.compat.v1.MetaGraphDef(); new.CopyFrom(meta_graph_def))",
                 )
+                originals = {_without_shared_name(node) for node in original.graph_def.node}
+                changed = [node for node in scoped.graph_def.node if _without_shared_name(node) not in originals]
+                require(all(node.op == "VarHandleOp" for node in changed),
+                        f"{[n.name for n in changed if n.op != 'VarHandleOp'][:1]} is not a VarHandleOp, but you "
+                        "changed it (its shared_name?): rewrite the shared_name of the VarHandleOp nodes only, "
+                        "and leave every other node as it was.")
+                require(not changed,
+                        f"the node {changed[:1] and changed[0].name!r} differs from the original in more than its "
+                        "shared_name: change only `node.attr['shared_name'].s`, not the node's name or "
+                        "inputs (import_meta_graph's import_scope adds the scope to names).")
                 savers.append(V1.train.import_meta_graph(scoped, import_scope=scope))
             shared = {op.name: op.get_attr("shared_name").decode()
                       for op in graph.get_operations() if op.type == "VarHandleOp"}

@@ -41,6 +41,9 @@ def _two_headed_graph():
     return graph, expected
 
 
+_VARIABLE_OPS = ("VarHandleOp", "VariableV2")
+
+
 @exercise_check("04.1")
 def check_variables_feeding(variables_feeding) -> str:
     graph, cases = _two_headed_graph()
@@ -56,9 +59,19 @@ def check_variables_feeding(variables_feeding) -> str:
             all(isinstance(name, str) for name in answer),
             "return the names as strings (node.name, or variable.op.name), not tensors or variables",
         )
-        names = {name.split(":")[0] for name in answer}
+        tensor_names = sorted(name for name in answer if ":" in name)
+        require(not tensor_names,
+                f"{tensor_names[:1]} is a tensor's name (':0' names an op's first output): return op names, "
+                "`node.name` or `variable.op.name`, as the exercise asks.")
+        names = set(answer)
         extra, missing = sorted(names - expected), sorted(expected - names)
-        require(not extra, f"for {output.name!r} you listed {extra}, which that output does not read: "
+        kinds = {name: graph.get_operation_by_name(name).type for name in extra
+                 if name in {op.name for op in graph.get_operations()}}
+        not_variables = [f"{name} ({kind})" for name, kind in kinds.items() if kind not in _VARIABLE_OPS]
+        require(not not_variables,
+                f"for {output.name!r} you listed {not_variables[:1]}, which is not a variable op: keep only "
+                "the nodes whose op type is VarHandleOp or VariableV2.")
+        require(not extra, f"for {output.name!r} you listed {extra[:2]}, which that output does not read: "
                            "keep only the variable ops in extract_sub_graph(graph_def, [output.op.name]) "
                            "(a scope filter without a trailing '/' also picks look-alikes such as head_a_old)")
         require(
@@ -185,7 +198,13 @@ def check_clone_trained(clone_trained) -> str:
         new_x, new_y = answer
         require(isinstance(new_y, tf.Tensor) and isinstance(new_x, tf.Tensor),
                 "return tensors: (copy's input tensor, copy's output tensor)")
+        require(new_x.shape.as_list() == x.shape.as_list() and new_y.shape.as_list() == y.shape.as_list(),
+                f"the pair's shapes are {new_x.shape} and {new_y.shape}; the input is {x.shape} and the output "
+                f"{y.shape}: return (copy's input, copy's output), in that order.")
         require(new_y is not y and new_y.name != y.name, "the output you returned is the original's, not a copy")
+        require(new_x is not x and new_x.name != x.name,
+                "the input you returned is the original's: return the copy's own input tensor, the one the "
+                "copy's output reads.")
         require(
             all(np.array_equal(a, b) for a, b in zip(trained, sess.run(originals))),
             "your function changed the original network's weights: copy from the original to the copy "

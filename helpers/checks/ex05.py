@@ -168,6 +168,10 @@ def check_consistency_loss(consistency_loss) -> str:
     value = float(np.asarray(loss).reshape(()))
     require(np.isclose(value, expected, rtol=1e-5),
             f"the loss is {value:.4f}, expected the mean squared difference {expected:.4f}")
+    require(isinstance(loss, (tf.Tensor, tf.Variable)),
+            f"the value is right, but you returned a {type(loss).__name__}, which carries no gradient: "
+            "compute the loss with TensorFlow ops on the models' outputs (tf.reduce_mean, tf.square), "
+            "without .numpy() or float().")
     to_online = tape.gradient(loss, online_variables)
     to_target = tape.gradient(loss, target_variables)
     reached = [v.path for v, g in zip(target.weights, to_target) if g is not None and np.any(g.numpy() != 0)]
@@ -183,7 +187,8 @@ def check_consistency_loss(consistency_loss) -> str:
 
 # ---------------------------------------------------------------- 05.4 (graph mode)
 
-_SHAPES = {"w": [3, 3], "u": [3, 3], "b": [3], "stats/moving_mean": [3]}
+# 'head/u' and 'u' share a leaf name: pairing by the last part of the name shows.
+_SHAPES = {"w": [3, 3], "u": [3, 3], "b": [3], "head/u": [3, 3], "stats/moving_mean": [3]}
 
 
 def _scopes_graph(pairs):
@@ -216,8 +221,13 @@ def _run_sync(make_hard_sync, src, dst, scopes):
         with V1.Session() as sess:
             sess.run(V1.global_variables_initializer())
             before = {scope: _by_name(sess, scope) for scope, _, _ in scopes}
+            outside = [(v, sess.run(v)) for v in V1.global_variables()
+                       if not any(v.op.name.startswith(scope + "/") for scope, _, _ in scopes)]
             sess.run(op)
             after = {scope: _by_name(sess, scope) for scope, _, _ in scopes}
+            changed = sorted(v.op.name for v, value in outside if not np.array_equal(sess.run(v), value))
+    require(not changed, f"the op also changed {changed[:1]}, a variable outside both scopes: it must write "
+                         "into dst_scope/ and nothing else.")
     return before, after
 
 
@@ -227,12 +237,13 @@ def _same(a, b) -> bool:
 
 @exercise_check("05.4")
 def check_make_hard_sync(make_hard_sync) -> str:
-    forward = [("actor", 1.0, ["w", "u", "b", "stats/moving_mean"]),
-               ("actor_target", 20.0, ["u", "w", "stats/moving_mean", "b"]),
-               ("actor_old", 40.0, ["w", "u", "b", "stats/moving_mean"])]
-    backward = [("q_target", 60.0, ["u", "w", "stats/moving_mean", "b"]),
-                ("q", 80.0, ["w", "u", "b", "stats/moving_mean"]),
-                ("q_old", 90.0, ["w", "u", "b", "stats/moving_mean"])]
+    # The destination's order pairs every variable with another of the same shape by position.
+    forward = [("actor", 1.0, ["w", "u", "b", "head/u", "stats/moving_mean"]),
+               ("actor_target", 20.0, ["u", "head/u", "stats/moving_mean", "w", "b"]),
+               ("actor_old", 40.0, ["w", "u", "b", "head/u", "stats/moving_mean"])]
+    backward = [("q_target", 60.0, ["u", "w", "stats/moving_mean", "head/u", "b"]),
+                ("q", 80.0, ["w", "head/u", "b", "u", "stats/moving_mean"]),
+                ("q_old", 90.0, ["w", "u", "b", "head/u", "stats/moving_mean"])]
     for src, dst, scopes, other in (("actor", "actor_target", forward, "actor_old"),
                                      ("q_target", "q", backward, "q_old")):
         before, after = _run_sync(make_hard_sync, src, dst, scopes)
@@ -249,5 +260,5 @@ def check_make_hard_sync(make_hard_sync) -> str:
                 "(tf.compat.v1.global_variables), not only the trainable ones")
         require(not wrong, f"after the sync, {dst}/{wrong[0] if wrong else ''} does not hold "
                            f"{src}/{wrong[0] if wrong else ''}: pair the variables by their name relative to "
-                           "the scope, not by position (the destination was built in another order)")
+                           "the scope (all of it, 'head/u' is not 'u'), not by position or last name part")
     return "one op copies every variable by relative name, in the asked direction; other scopes untouched"

@@ -164,9 +164,19 @@ def _saved_step(directory: str) -> int | None:
     return int(tf.train.load_checkpoint(latest).get_tensor("counter/.ATTRIBUTES/VARIABLE_VALUE"))
 
 
+def _latest_deleted(directory: str) -> bool:
+    """The state file names a newest checkpoint whose files are gone."""
+    state = tf.train.get_checkpoint_state(directory) if os.path.isdir(directory) else None
+    if state is None or not state.model_checkpoint_path:
+        return False
+    path = state.model_checkpoint_path
+    path = path if os.path.isabs(path) else os.path.join(directory, path)
+    return not os.path.exists(path + ".index")
+
+
 @exercise_check("06.1")
 def check_train_and_keep(train_and_keep: Callable) -> str:
-    for steps, keep in ((6, 2), (4, 3)):
+    for steps, keep in ((6, 2), (4, 3), (12, 3)):  # 12 steps: ckpt-10 sorts before ckpt-9 by name
         with tempfile.TemporaryDirectory() as folder:
             counter = tf.Variable(0, dtype=tf.int64)
             weights = tf.Variable([0.5, -1.5, 2.5])
@@ -174,11 +184,14 @@ def check_train_and_keep(train_and_keep: Callable) -> str:
 
             directory = os.path.join(folder, "run 1")
             unsaved: list[int] = []
+            deleted: list[int] = []
 
             def step_fn() -> None:
                 done = int(counter.numpy())
                 if done and _saved_step(directory) != done:  # was the previous step saved?
                     unsaved.append(done)
+                    if _latest_deleted(directory):
+                        deleted.append(done)
                 counter.assign_add(1)
                 weights.assign(weights * 2.0)
 
@@ -186,6 +199,9 @@ def check_train_and_keep(train_and_keep: Callable) -> str:
             require(os.path.isdir(directory), "nothing was written in the directory passed as `directory`")
             require(int(counter.numpy()) == steps,
                     f"step_fn should run {steps} times (steps={steps}); it ran {int(counter.numpy())} times")
+            require(not deleted, f"the checkpoint saved after step {deleted[0] if deleted else 0} was gone by "
+                    "the next step: delete the oldest checkpoints by step number, not by file name "
+                    "('ckpt-10' sorts before 'ckpt-9'), or let tf.train.CheckpointManager(..., max_to_keep=keep) do it.")
             require(not unsaved, f"no checkpoint was saved after step(s) {unsaved} (when step_fn was called "
                     "again, the latest checkpoint held an older step): save after every call of step_fn()")
             kept = sorted(name[: -len(".index")] for name in os.listdir(directory) if name.endswith(".index"))
@@ -218,5 +234,5 @@ def check_train_and_keep(train_and_keep: Callable) -> str:
                 f"the kept checkpoints hold steps {steps_held}; after each of {steps} steps a save should "
                 f"leave steps {list(range(steps - keep + 1, steps + 1))}: save after calling step_fn()",
             )
-    return ("with (steps, keep) = (6, 2) and (4, 3): a checkpoint after every step, the newest `keep` "
-            "kept, and the latest one returned")
+    return ("with (steps, keep) = (6, 2), (4, 3) and (12, 3): a checkpoint after every step, the newest "
+            "`keep` kept, and the latest one returned")

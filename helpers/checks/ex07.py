@@ -12,6 +12,7 @@ as they were.
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -21,7 +22,7 @@ import numpy as np
 import tensorflow as tf
 
 from helpers.checks import exercise_check, require
-from helpers.migration import restore_name_based
+from helpers.migration import checkpoint_format, restore_name_based
 
 __all__ = [
     "TF1_NAMES",
@@ -57,7 +58,8 @@ def make_keras_mlp(name: str | None = None) -> keras.Sequential:
     )
 
 
-def _tf1_checkpoint(folder: str, seed: int = 3) -> tuple[str, np.ndarray]:
+def _tf1_checkpoint(folder: str, seed: int = 3, prefix: str = "tf1/model",
+                    meta: bool = True) -> tuple[str, np.ndarray]:
     """A TF1 training checkpoint (Adam slots, a global step, distinct non-zero biases) and its answers on X."""
     with tf.Graph().as_default():
         V1.set_random_seed(seed)
@@ -73,7 +75,7 @@ def _tf1_checkpoint(folder: str, seed: int = 3) -> tuple[str, np.ndarray]:
                 sess.run(bias.assign(np.linspace(0.2, 0.9, bias.shape[0]).astype(np.float32)))
             sess.run(train)
             answers = sess.run(y)
-            path = saver.save(sess, os.path.join(folder, "tf1", "model"), global_step=step)
+            path = saver.save(sess, os.path.join(folder, prefix), global_step=step, write_meta_graph=meta)
     return path, answers
 
 
@@ -116,10 +118,12 @@ def check_tf1_name_map(tf1_name_map: Callable) -> str:
         name_map = tf1_name_map(model)
         require(isinstance(name_map, dict), f"tf1_name_map should return a dict, got {type(name_map).__name__}")
         keys = sorted(map(str, name_map))
+        extra, missing = sorted(set(keys) - set(TF1_NAMES)), sorted(set(TF1_NAMES) - set(keys))
         require(
             keys == TF1_NAMES,
-            f"the keys should be exactly the TF1 names {TF1_NAMES}, got {keys}. A Keras path such as "
-            "'sequential/layer1/kernel' is not what the TF1 Saver wrote: list the file with tf.train.list_variables",
+            f"the keys should be exactly the TF1 names {TF1_NAMES}; "
+            + (f"{extra[:1]} is not one" if extra else f"{missing} missing")
+            + ". A Keras path is not what the TF1 Saver wrote: list the file with tf.train.list_variables",
         )
         require(
             all(any(value is v for v in model.weights) for value in name_map.values()),
@@ -130,7 +134,7 @@ def check_tf1_name_map(tf1_name_map: Callable) -> str:
         require(
             not report.shape_mismatches,
             "some names point at a variable of the wrong shape: "
-            + "; ".join(f"{k} is {a} in the file, {b} in the model" for k, a, b in report.shape_mismatches)
+            + "".join(f"{k} is {a} in the file, {b} in the model" for k, a, b in report.shape_mismatches[:1])
             + ". In TF1, 'weights' is the kernel and 'biases' the bias.",
         )
         require(
@@ -150,10 +154,22 @@ def check_load_any(load_any: Callable) -> str:
             loss = tf.reduce_mean(trained(X) ** 2)
         optimizer.apply_gradients(zip(tape.gradient(loss, trained.trainable_variables), trained.trainable_variables))
         tf2_path = tf.train.Checkpoint(model=trained, optimizer=optimizer).save(os.path.join(folder, "tf2", "ckpt"))
+        # The files beside a checkpoint and its name do not tell its format: a TF1 file saved without a
+        # .meta at a 'ckpt-N' name, and a TF2 file with a .meta beside it.
+        bare_tf1_path, bare_answers = _tf1_checkpoint(folder, seed=4, prefix="tf1_bare/ckpt", meta=False)
+        other_trained = _trained_keras(seed=6, name="other_mlp")
+        meta_tf2_path = tf.train.Checkpoint(model=other_trained).save(os.path.join(folder, "tf2_meta", "model"))
+        shutil.copy(tf1_path + ".meta", meta_tf2_path + ".meta")
         before = _files(folder)
 
         model = make_keras_mlp(name="mlp_a")
-        kind = load_any(tf1_path, model, _reference_map(model))
+        try:
+            kind = load_any(tf1_path, model, _reference_map(model))
+        except AssertionError as error:
+            said = " ".join(str(error).split())[:60]
+            require(False, f"your function failed an assertion on a good TF1 checkpoint ({said}...): "
+                           "a restore status's assertions are for TF2 files; tell the format with "
+                           "checkpoint_format(ckpt_path) first.")
         require(
             np.allclose(model(X).numpy(), answers, atol=1e-5),
             "after loading the TF1 checkpoint the model does not answer like the TF1 network: "
@@ -161,6 +177,18 @@ def check_load_any(load_any: Callable) -> str:
             "Check checkpoint_format(ckpt_path) and use restore_name_based with the name map.",
         )
         require(kind == "name-based", f"for the TF1 checkpoint load_any should return 'name-based', got {kind!r}")
+
+        for path, expected, label in ((bare_tf1_path, bare_answers, "a TF1 checkpoint saved without a .meta"),
+                                      (meta_tf2_path, other_trained(X).numpy(), "a TF2 checkpoint with a .meta")):
+            model = make_keras_mlp(name="mlp_d")
+            hint = ("tell the format with checkpoint_format(ckpt_path), not by the files beside the checkpoint "
+                    "or by its name.")
+            try:  # raising is part of the task (on an incomplete file), so a raise here gets the hint
+                kind = load_any(path, model, _reference_map(model))
+            except Exception as error:  # noqa: BLE001
+                require(False, f"your function raised {type(error).__name__} on {label} beside it: {hint}")
+            require(np.allclose(model(X).numpy(), expected, atol=1e-5) and kind == checkpoint_format(path),
+                    f"{label} beside it was not loaded (or its format not returned): {hint}")
 
         model = make_keras_mlp(name="mlp_b")
         try:
@@ -170,8 +198,7 @@ def check_load_any(load_any: Callable) -> str:
                 False,
                 "your function raised on a good TF2 training checkpoint: it also holds the optimizer's values, "
                 "which loading a model does not use, so assert_consumed() fails. Use "
-                "assert_existing_objects_matched(). TensorFlow said: "
-                f"{str(error).splitlines()[0][:100]}",
+                "assert_existing_objects_matched().",
             )
         require(
             np.allclose(model(X).numpy(), trained(X).numpy(), atol=1e-6),
@@ -194,8 +221,9 @@ def check_load_any(load_any: Callable) -> str:
                 "a TF2 checkpoint without layer2 was accepted silently: call "
                 "assert_existing_objects_matched() on the status that restore() returns",
             )
-    return ("a TF1 checkpoint (with Adam's extra names) and a TF2 training checkpoint both load, the "
-            "right format is returned, and a TF2 checkpoint missing a layer raises")
+    return ("TF1 checkpoints (with Adam's extra names; with and without a .meta) and TF2 checkpoints (a "
+            "training one; one with a .meta beside it) all load, the right format is returned, and a TF2 "
+            "checkpoint missing a layer raises")
 
 
 @exercise_check("07.2")
@@ -215,11 +243,20 @@ def check_export_for_tf1(export_for_tf1: Callable) -> str:
                 f"the checkpoint was written at {os.path.basename(path)!r}, not at out_prefix "
                 f"({os.path.basename(prefix)!r}): write exactly there (no global_step suffix)")
         names = sorted(name for name, _ in tf.train.list_variables(path))
+        odd = [name for name in names if name not in TF1_NAMES and name != "_CHECKPOINTABLE_OBJECT_GRAPH"]
+        if "_CHECKPOINTABLE_OBJECT_GRAPH" in names:
+            cause = "tf.train.Checkpoint writes object paths"
+        elif any(name.endswith("VARIABLE_VALUE") for name in names):
+            cause = "a Saver in eager mode handed Keras variables adds 'VARIABLE_VALUE' to each name"
+        elif any(":" in name for name in names):
+            cause = "':0' ends a tensor's name, not a checkpoint key"
+        else:
+            cause = "these are not the TF1 graph's names"
         require(
             names == TF1_NAMES,
-            f"the TF1 graph looks for {TF1_NAMES}, but the file holds {names}. tf.train.Checkpoint writes "
-            "object paths, and a Saver in eager mode handed Keras variables adds 'VARIABLE_VALUE' to "
-            "each name; write the values under their TF1 names (helpers.migration.write_name_based)",
+            f"the TF1 graph looks for names like 'layer1/weights', but the file holds "
+            f"{odd[:1] if odd else 'only ' + str(names)}: {cause}. Write the values under their TF1 names "
+            "(helpers.migration.write_name_based).",
         )
         try:
             answers = _tf1_answers(path)
