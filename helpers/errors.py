@@ -15,6 +15,7 @@ NotAKerasFileError`` works as well).
 * ``StructureMismatchError`` (and ``ScopeError``, ``InvalidLabelsError``,
   ``UnwritableValueError``, ``TrainingStateError``): arguments that do not
   line up with what a recipe needs;
+* ``NotAModelFileError`` and ``VerificationError`` (``helpers.identify``);
 * ``WouldOverwriteError``, ``SignatureNotFoundError``, ``ModelNotBuiltError``,
   ``LegacyModelError`` (a Keras 2 configuration Keras 3 cannot rebuild).
 """
@@ -402,3 +403,33 @@ class LegacyModelError(ValueError):
         lines = [f"Keras 3 cannot rebuild the Keras 2 model{where}:"]
         lines += [f"  {problem}" for problem in self.problems]
         super().__init__("\n".join(lines + [f"  route: {route}"]))
+
+
+class NotAModelFileError(ValueError):
+    """The path is not a model file the course knows (``helpers.identify``); says why.
+
+    Example:
+        >>> raise NotAModelFileError("notes.zip", "a zip of something else, not a .keras file")
+        Traceback (most recent call last):
+        ...
+        helpers.errors.NotAModelFileError: 'notes.zip' is not a model file: a zip of something else, not a .keras file
+    """
+
+    def __init__(self, path: str | os.PathLike, reason: str) -> None:
+        self.path, self.reason = os.fsdecode(path), reason
+        super().__init__(f"{self.path!r} is not a model file: {reason}")
+
+
+class VerificationError(ValueError):
+    """The code ``helpers.identify`` advises did not load the file in a fresh process; says why.
+
+    Example:
+        >>> raise VerificationError("m.onnx", "No module named 'onnxruntime': pip install onnxruntime")
+        Traceback (most recent call last):
+        ...
+        helpers.errors.VerificationError: could not load 'm.onnx' with the advised code: No module named 'onnxruntime': pip install onnxruntime
+    """
+
+    def __init__(self, path: str | os.PathLike, reason: str) -> None:
+        self.path, self.reason = os.fsdecode(path), reason
+        super().__init__(f"could not load {self.path!r} with the advised code: {reason}")

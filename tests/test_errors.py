@@ -25,8 +25,10 @@ MOVED = [
     ("keras2", "Keras2RunError", RuntimeError),
     ("keras2", "LegacyModelError", ValueError),
     ("resume", "TrainingStateError", ValueError),
+    ("identify", "NotAModelFileError", ValueError),
+    ("identify", "VerificationError", ValueError),
 ]
-TOPICS = ["cloning", "ensembles", "files", "inspection", "keras2", "keras_files", "metagraph", "migration",
+TOPICS = ["cloning", "ensembles", "files", "identify", "inspection", "keras2", "keras_files", "metagraph", "migration",
           "object_graph", "resume", "saved_models", "scopes", "state_sync", "timing"]
 
 
