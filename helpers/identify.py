@@ -60,7 +60,7 @@ KINDS: dict[str, str] = {
     "checkpoint-folder": "a folder of checkpoints (CheckpointManager or Saver) with a state file",
     "meta-graph": "TF1 MetaGraphDef (.meta): the graph, not the values",
     "keras3-archive": "Keras 3 .keras archive (architecture + weights)",
-    "keras2-archive": "Keras 2.12-2.15 .keras archive",
+    "keras2-archive": "Keras 2.12-2.15 .keras zip archive",
     "keras2-hdf5-named-keras": "legacy HDF5 model under a .keras name (Keras 2.12's model.save)",
     "weights-h5": "Keras 3-layout weights (.weights.h5)",
     "sharded-weights": "sharded Keras weights (.weights.json index + shards)",
@@ -563,7 +563,8 @@ def _zip(path: str) -> Identification:
             from helpers.keras2 import convert_legacy_h5, run_keras2
             folder = tempfile.mkdtemp()  # never next to the file
             # Keras 2 (tf-keras) reads its own .keras and re-saves it as a legacy .h5 ...
-            run_keras2(f"keras.models.load_model({path!r}, compile=False).save('model.h5')",
+            source = os.path.abspath(path)  # the Keras 2 process runs in `folder`
+            run_keras2(f"keras.models.load_model({source!r}, compile=False).save('model.h5')",
                        cwd=folder)
             # ... which the course's recipe carries into Keras 3, weight by weight.
             out = os.path.join(folder, "model.keras")
@@ -921,7 +922,7 @@ def _tflite(path: str, size: int) -> Identification:
             from tensorflow.lite import Interpreter  # deprecated, still in TF 2.21
         loaded = Interpreter(model_path=path)
         loaded.allocate_tensors()
-        report = ("inputs " + ", ".join(f"{d['name']} {tuple(d['shape'])}"
+        report = ("inputs " + ", ".join(f"{d['name']} {tuple(int(n) for n in d['shape'])}"
                                         for d in loaded.get_input_details()))
         """)
     return info
@@ -1034,3 +1035,37 @@ def _onnx(path: str, size: int) -> Identification:
         report = "inputs " + ", ".join(f"{i.name} {i.shape}" for i in loaded.get_inputs())
         """)
     return info
+
+
+# --------------------------------------------------------------------------- the course's stored real files
+
+
+def stored_real_file(source: str, name: str, dest: str | os.PathLike = ".") -> tuple[str, dict[str, Any]]:
+    """Copy a real file the course stores (``tests/data/<source>``) into ``dest``; return (path, entry).
+
+    ``entry`` is the artifact's manifest entry: ``written_by``, ``input`` and the ``output``
+    the old software computed. For chapter 15, in a checkout of the course (nothing is
+    downloaded). Refuses to overwrite: ``dest`` must not hold the artifact yet.
+
+    Example:
+        >>> path, entry = stored_real_file("tf215", "sequential", "old")   # doctest: +SKIP
+        >>> path, entry["written_by"]                                       # doctest: +SKIP
+        ('old/tf215/sequential.h5', 'tensorflow 2.15.1 / keras 2.15.0')
+    """
+    import shutil
+
+    from helpers.files import refuse_existing
+
+    store = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "data")
+    manifest_path = os.path.join(store, source, "MANIFEST.json")
+    if not os.path.isfile(manifest_path):
+        raise FileNotFoundError(f"no stored files {source!r}: this needs a checkout of the course")
+    with open(manifest_path, encoding="utf-8") as file:
+        entry = json.load(file)[name]
+    top = entry["path"].split("/")[0]
+    target = os.path.join(path_text(dest), source, top)
+    refuse_existing(target, "a copied real file")
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    origin = os.path.join(store, source, top)
+    (shutil.copytree if os.path.isdir(origin) else shutil.copyfile)(origin, target)
+    return os.path.join(path_text(dest), source, entry["path"]), entry
