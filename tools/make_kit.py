@@ -47,6 +47,8 @@ TEACHING = {
                 "What evidence would convince you that a migrated model is the same model?"]),
     "11": (60, ["Which pieces of state does 'resume' need in your own training loop?",
                 "What happens to your checkpoints if the machine dies during a save?"]),
+    "15": (45, ["Which file in your own projects would you not know how to load today?",
+                "What would you check before trusting a model file someone sends you?"]),
 }
 
 
