@@ -18,7 +18,8 @@ NotAKerasFileError`` works as well).
 * ``WouldOverwriteError``, ``NotWritableError``, ``SignatureNotFoundError``, ``ModelNotBuiltError``,
   ``LegacyModelError`` (a Keras 2 configuration Keras 3 cannot rebuild),
   ``NotAModelFileError`` (a subclass of ``NotACheckpointError``), ``TensorNotFoundError``
-  and ``FreezeError`` (a model to run without TensorFlow, chapter 14).
+  and ``FreezeError`` (a model to run without TensorFlow, chapter 14);
+* ``VerificationError`` (advice of ``helpers.identify`` that did not load the file).
 """
 
 from __future__ import annotations
@@ -517,3 +518,18 @@ class ReloadFailedError(ValueError):
         self.path = os.fspath(path)
         self.reason = reason
         super().__init__(f"a fresh process could not reload {self.path!r}: {reason}")
+
+
+class VerificationError(ValueError):
+    """The code ``helpers.identify`` advises did not load the file in a fresh process; says why.
+
+    Example:
+        >>> raise VerificationError("m.onnx", "No module named 'onnxruntime': pip install onnxruntime")
+        Traceback (most recent call last):
+        ...
+        helpers.errors.VerificationError: could not load 'm.onnx' with the advised code: No module named 'onnxruntime': pip install onnxruntime
+    """
+
+    def __init__(self, path: str | os.PathLike, reason: str) -> None:
+        self.path, self.reason = os.fsdecode(path), reason
+        super().__init__(f"could not load {self.path!r} with the advised code: {reason}")

@@ -168,3 +168,33 @@ def partitioned(prefix: str | os.PathLike, shape: tuple[int, int] = (6, 2), part
             sess.run(V1.global_variables_initializer())
             sess.run(assigns)
             return V1.train.Saver().save(sess, os.fspath(prefix)), value
+
+
+def _field(number: int, value: bytes | int) -> bytes:
+    """One protobuf field: a varint for an int, length-delimited for bytes."""
+    def varint(n: int) -> bytes:
+        out = b""
+        while True:
+            out += bytes([(n & 0x7F) | (0x80 if n > 0x7F else 0)])
+            n >>= 7
+            if not n:
+                return out
+    if isinstance(value, int):
+        return varint(number << 3) + varint(value)
+    return varint(number << 3 | 2) + varint(len(value)) + value
+
+
+def onnx_identity(path: str | os.PathLike, size: int = 3) -> str:
+    """A minimal ONNX model (``y = Identity(x)``, float32 ``(size,)``), encoded by hand.
+
+    Written without the ``onnx`` package, so the tests need no ONNX library; onnxruntime
+    runs it. Returns the path.
+    """
+    tensor_type = _field(1, _field(1, 1) + _field(2, _field(1, _field(1, size))))  # FLOAT, (size,)
+    value = lambda name: _field(1, name.encode()) + _field(2, tensor_type)  # noqa: E731
+    node = _field(1, b"x") + _field(2, b"y") + _field(4, b"Identity")
+    graph = _field(1, node) + _field(2, b"identity") + _field(11, value("x")) + _field(12, value("y"))
+    model = (_field(1, 8) + _field(2, b"course-builder") + _field(3, b"1.0") + _field(7, graph)
+             + _field(8, _field(1, b"") + _field(2, 13)))
+    Path(path).write_bytes(model)
+    return os.fspath(path)

@@ -32,6 +32,10 @@ MOVED = [
     ("keras_files", "ReloadFailedError", ValueError),
 ]
 TOPICS = ["cloning", "deploy", "ensembles", "files", "inspection", "keras2", "keras_files", "metagraph", "migration",
+    ("identify", "NotAModelFileError", ValueError),
+    ("identify", "VerificationError", ValueError),
+]
+TOPICS = ["cloning", "ensembles", "files", "identify", "inspection", "keras2", "keras_files", "metagraph", "migration",
           "object_graph", "resume", "saved_models", "scopes", "state_sync", "timing"]
 
 

@@ -51,6 +51,8 @@ TEACHING = {
                 "Where should your custom classes live so that a server, a colleague and a fresh process find them?"]),
     "14": (50, ["A converter finished without an error: what would convince you the file is the same model?",
                 "float16, dynamic range or float32: how would you decide for your own model?"]),
+    "15": (45, ["Which file in your own projects would you not know how to load today?",
+                "What would you check before trusting a model file someone sends you?"]),
 }
 
 

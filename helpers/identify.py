@@ -1,0 +1,1071 @@
+"""What is this file, and how do I load it today? (notebook 15, the course's front door)
+
+``identify(path)`` names any model-state artifact of the course: a checkpoint
+(TF1 name-based, V1 single file, object-based with Keras 2 or Keras 3 keys or a
+plain ``tf.Module``), a ``CheckpointManager`` folder, a ``.meta`` graph, a
+``.keras`` file (Keras 3, or Keras 2.12-2.15), ``.weights.h5`` and sharded
+``.weights.json``, a legacy ``.h5``, a SavedModel (TF1 ``Builder``, TF2,
+Keras 2, ``model.export``, hub format), a frozen GraphDef, a ``.tflite`` or an
+``.onnx`` file; or says why it is not a model file. It reads only what it needs
+(index files, headers, configurations), never a data file in full, and never
+writes anywhere. The answer says what wrote the file, what it holds, the
+course's silent traps that apply, and the code that loads it on TF 2.21 /
+Keras 3.15; ``.verify()`` runs that code in a fresh Python and says what it
+loaded. It reuses the chapters' recipes (``describe_checkpoint``,
+``describe_keras_file``, ``describe_saved_model``, ``describe_legacy_h5``,
+``read_object_graph``); they import TensorFlow only when a file needs them.
+
+Example:
+    >>> info = identify("tests/data/tf215/sequential.h5")          # doctest: +SKIP
+    >>> info.kind                                                   # doctest: +SKIP
+    'legacy-h5-model'
+    >>> print(info.verify())                                        # doctest: +SKIP
+    verified: Sequential 'sequential': 4 weights, input (None, 4) -> output (None, 3)
+
+From a shell: ``python -m helpers PATH [--verify] [--json]``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import textwrap
+import zipfile
+from dataclasses import dataclass, field
+from typing import Any
+
+from helpers.errors import NotAModelFileError, VerificationError, first_line
+from helpers.files import path_text
+
+__all__ = [
+    "KINDS",
+    "Identification",
+    "NotAModelFileError",
+    "Verification",
+    "VerificationError",
+    "identify",
+]
+
+# Every kind identify names, with the words the report uses.
+KINDS: dict[str, str] = {
+    "tf1-checkpoint": "TF1 name-based checkpoint (tf.compat.v1.train.Saver, V2 format)",
+    "tf1-checkpoint-v1": "TF1 name-based checkpoint, old V1 single-file format",
+    "checkpoint-keras2": "object-based checkpoint with Keras 2 keys (tf.keras before TF 2.16)",
+    "checkpoint-keras3": "object-based checkpoint with Keras 3 keys",
+    "checkpoint-module": "object-based checkpoint of a plain tf.Module or tf.Variables",
+    "checkpoint-folder": "a folder of checkpoints (CheckpointManager or Saver) with a state file",
+    "meta-graph": "TF1 MetaGraphDef (.meta): the graph, not the values",
+    "keras3-archive": "Keras 3 .keras archive (architecture + weights)",
+    "keras2-archive": "Keras 2.12-2.15 .keras zip archive",
+    "keras2-hdf5-named-keras": "legacy HDF5 model under a .keras name (Keras 2.12's model.save)",
+    "weights-h5": "Keras 3-layout weights (.weights.h5)",
+    "sharded-weights": "sharded Keras weights (.weights.json index + shards)",
+    "legacy-h5-model": "legacy Keras HDF5 whole model (.h5)",
+    "legacy-h5-weights": "legacy Keras HDF5 weights only (.h5)",
+    "savedmodel-tf1": "SavedModel from TF1 graph code (Builder / simple_save)",
+    "savedmodel-tf2": "TF2 SavedModel (tf.saved_model.save)",
+    "savedmodel-keras2": "SavedModel of a Keras 2 model (model.save(folder))",
+    "savedmodel-export": "SavedModel from Keras 3 model.export",
+    "savedmodel-hub": "hub-format (reusable) SavedModel",
+    "frozen-graph": "frozen GraphDef (.pb): constants, no variables",
+    "tflite": "LiteRT / TensorFlow Lite flatbuffer (.tflite)",
+    "onnx": "ONNX model (.onnx)",
+    "not-a-model": "not a model file",
+}
+
+_KERAS3_EDGES = {"_functional", "_operations", "_kernel", "_embeddings", "_tracker"}
+_OWN_FILE = re.compile(r"\.(index|data-\d{5}-of-\d{5})$")
+_MARK = "@@identify@@"
+_NAME_RESTORE_TRAP = ("tf.train.Checkpoint(...).restore(path) of a name-based checkpoint restores "
+                      "NOTHING into a Keras 3 model and raises nothing: map names explicitly "
+                      "(helpers.migration.restore_name_based)")
+_K2_OPTIMIZER_TRAP = ("Keras 2 and Keras 3 optimizers both save under optimizer/_variables/N, but Keras 3 "
+                      "keeps learning_rate among them: indexes are one apart (restore_keras2_checkpoint "
+                      "pairs them)")
+_K2_CHECKPOINT_TRAP = ("tf.train.Checkpoint(model=model).restore(path) into a Keras 3 model pairs few or "
+                       "no keys (Keras 2 paths differ) and raises nothing: use "
+                       "helpers.keras2.restore_keras2_checkpoint(path, model)")
+
+
+# --------------------------------------------------------------------------- the answer
+
+
+@dataclass
+class Verification:
+    """What ``Identification.verify()`` saw: ``ok``, one line ``report``, and the fix when not ok."""
+
+    ok: bool
+    report: str
+    missing: str = ""  # a package to install, when that is why it failed
+
+    def __str__(self) -> str:
+        return ("verified: " if self.ok else "could not verify: ") + self.report
+
+    def require(self, path: str = "") -> "Verification":
+        """Return self when ok, else raise ``VerificationError`` with the reason."""
+        if not self.ok:
+            raise VerificationError(path, self.report)
+        return self
+
+
+@dataclass
+class Identification:
+    """What a file is, what wrote it, what it holds, its traps and the code that loads it.
+
+    ``kind`` is one of ``KINDS``; ``how_to_load`` is Python code that defines
+    ``loaded`` (the model, signatures, session or values) and ``report`` (one
+    line on what was loaded). ``str(info)`` is a short report (<= 100 columns).
+    """
+
+    path: str
+    kind: str
+    reason: str = ""
+    written_by: dict[str, str] = field(default_factory=dict)
+    holds: dict[str, Any] = field(default_factory=dict)
+    traps: list[str] = field(default_factory=list)
+    how_to_load: str = ""
+
+    @property
+    def is_model(self) -> bool:
+        return self.kind != "not-a-model"
+
+    @property
+    def title(self) -> str:
+        return KINDS[self.kind]
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain data with stable keys, for ``--json`` and scripts."""
+        return {"path": self.path, "kind": self.kind, "title": self.title, "is_model": self.is_model,
+                "reason": self.reason, "written_by": dict(self.written_by), "holds": dict(self.holds),
+                "traps": list(self.traps), "how_to_load": self.how_to_load}
+
+    def __str__(self) -> str:
+        lines = [f"{os.path.basename(self.path.rstrip('/')) or self.path}: {self.title}"]
+        if self.reason:
+            lines.append(f"  why: {self.reason}")
+        if self.written_by:
+            lines.append("  written by: " + ", ".join(f"{k} {v}" for k, v in self.written_by.items()))
+        for key, value in self.holds.items():
+            lines.append(f"  {key}: {_brief(value)}")
+        lines = [_clip(line) for line in lines]
+        for trap in self.traps:
+            lines += textwrap.wrap(trap, 98, initial_indent="  ! ", subsequent_indent="    ",
+                                   break_long_words=False, break_on_hyphens=False)
+        if self.how_to_load:  # code is never clipped: it must stay runnable
+            lines.append("  how to load (TF 2.21 / Keras 3.15):")
+            lines += ["    " + line for line in self.how_to_load.splitlines()]
+        return "\n".join(lines)
+
+    __repr__ = __str__
+
+    def load(self) -> Any:
+        """Run ``how_to_load`` in this process and return what it loaded (``loaded``).
+
+        Example:
+            >>> model = identify("tests/data/tf215/sequential.h5").load()   # doctest: +SKIP
+        """
+        if not self.is_model:
+            raise NotAModelFileError(self.path, self.reason)
+        namespace: dict[str, Any] = {"__name__": "__identify__"}
+        exec(compile(self.how_to_load, f"<how to load {self.kind}>", "exec"), namespace)
+        return namespace["loaded"]
+
+    def verify(self, timeout: float = 600) -> Verification:
+        """Run ``how_to_load`` in a fresh Python (``sys.executable``); say what it loaded.
+
+        A failure is reported, not raised (``.ok`` is False): the last line of the
+        error, and the package to install when a runtime is missing.
+
+        Example:
+            >>> print(identify("tests/data/tf215/tf_module").verify())      # doctest: +SKIP
+            verified: signatures serving_default(x)
+        """
+        if not self.is_model:
+            return Verification(False, f"not a model file: {self.reason}")
+        script = self.how_to_load + f"\nprint({_MARK!r} + str(report))\n"
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3",
+               "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
+        with tempfile.TemporaryDirectory(prefix="identify-") as folder:
+            source = os.path.join(folder, "load.py")
+            with open(source, "w", encoding="utf-8") as file:
+                file.write(script)
+            try:
+                done = subprocess.run([sys.executable, source], capture_output=True, text=True,
+                                      timeout=timeout, env=env, cwd=os.getcwd())
+            except subprocess.TimeoutExpired:
+                return Verification(False, f"the loading code ran longer than {timeout:g} s")
+        for line in done.stdout.splitlines():
+            if line.startswith(_MARK):
+                return Verification(True, line[len(_MARK):])
+        error = _last_error(done.stderr)
+        missing = re.search(r"No module named '([\w.]+)'", error)
+        if missing:
+            package = _PACKAGES.get(missing[1].split(".")[0], missing[1].split(".")[0])
+            return Verification(False, f"{error}: pip install {package}", missing=package)
+        return Verification(False, error)
+
+
+_PACKAGES = {"onnxruntime": "onnxruntime", "ai_edge_litert": "ai-edge-litert", "tf_keras": "tf-keras"}
+
+
+def _last_error(stderr: str) -> str:
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    errors = [line for line in lines if re.match(r"^[\w.]+(Error|Exception|Exit)\b", line)]
+    return (errors or lines or ["(no error message)"])[-1][:300]
+
+
+def _brief(value: Any) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, dict):
+        return "; ".join(f"{k}({', '.join(v)})" if isinstance(v, list) else f"{k}: {v}"
+                         for k, v in value.items()) or "-"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(map(str, value)) or "-"
+    return str(value)
+
+
+def _clip(line: str, width: int = 100) -> str:
+    return line if len(line) <= width else line[: width - 3] + "..."
+
+
+def _bytes_text(size: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            return f"{size} B" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    raise AssertionError("unreachable")
+
+
+def _code(path: str, body: str) -> str:
+    return f"path = {path!r}\n" + textwrap.dedent(body).strip() + "\n"
+
+
+# --------------------------------------------------------------------------- the front door
+
+
+def identify(path: str | os.PathLike) -> Identification:
+    """Name the model file or folder at ``path``: kind, writer, contents, traps, loading code.
+
+    Never raises for a bad file: anything that is not a model file comes back
+    with ``kind == "not-a-model"`` and the reason (missing, unreadable, empty,
+    truncated, a zip or HDF5 file of something else). Only a path of the
+    wrong type (not ``str`` or ``os.PathLike``) raises ``TypeError``.
+
+    Example:
+        >>> identify("no/such/file").reason
+        'no such file or folder'
+        >>> identify("tests/data/tf215/frozen_graph.pb").kind           # doctest: +SKIP
+        'frozen-graph'
+    """
+    text = path_text(path, "model file path")
+    if os.path.isdir(text):
+        if not os.access(text, os.R_OK | os.X_OK):
+            return _not_model(text, "cannot read this folder (permission denied)")
+        return _folder(text)
+    if not os.path.exists(text):
+        if os.path.isfile(text + ".index"):
+            return _checkpoint(text)
+        return _not_model(text, "no such file or folder")
+    if not os.path.isfile(text):
+        return _not_model(text, "not a regular file")
+    if _OWN_FILE.search(text) and os.path.isfile(text[: _OWN_FILE.search(text).start()] + ".index"):
+        prefix = text[: _OWN_FILE.search(text).start()]
+        info = _checkpoint(prefix)
+        info.traps.insert(0, f"this is one of a checkpoint's files: TensorFlow's readers take the prefix "
+                             f"{os.path.basename(prefix)!r}")
+        return info
+    try:
+        with open(text, "rb") as file:
+            head = file.read(16)
+    except OSError as error:
+        return _not_model(text, f"cannot read it ({first_line(error)})")
+    size = os.path.getsize(text)
+    if size == 0:
+        return _not_model(text, "the file is empty (0 bytes)")
+    if text.endswith(".meta"):
+        return _meta_graph(text)
+    if head[4:8] == b"TFL3":
+        return _tflite(text, size)
+    if head.startswith(b"PK"):
+        return _zip(text)
+    if head.startswith(b"\x89HDF\r\n\x1a\n"):
+        return _hdf5(text)
+    if text.endswith(".weights.json"):
+        return _sharded(text)
+    if text.endswith(".onnx") or _looks_like_onnx(text):
+        return _onnx(text, size)
+    if text.endswith(".pb") or text.endswith(".pbtxt"):
+        return _graph_def(text, size)
+    return _v1_or_unknown(text, head)
+
+
+def _not_model(path: str, reason: str) -> Identification:
+    return Identification(path, "not-a-model", reason=reason)
+
+
+# --------------------------------------------------------------------------- folders
+
+
+def _folder(folder: str) -> Identification:
+    names = set(os.listdir(folder))
+    if "saved_model.pb" in names or "saved_model.pbtxt" in names:
+        return _saved_model(folder)
+    if "checkpoint" in names:
+        return _checkpoint_folder(folder)
+    indexes = sorted(n[: -len(".index")] for n in names if n.endswith(".index"))
+    if len(indexes) == 1:
+        info = _checkpoint(os.path.join(folder, indexes[0]))
+        info.traps.insert(0, f"a folder with one checkpoint and no 'checkpoint' state file: "
+                             f"pass the prefix {indexes[0]!r}")
+        return info
+    if indexes:
+        return _not_model(folder, f"a folder of {len(indexes)} checkpoints with no 'checkpoint' state "
+                                  f"file: identify one prefix ({', '.join(indexes[:3])})")
+    keras = sorted(n for n in names if n.endswith((".keras", ".weights.h5", ".weights.json", ".h5")))
+    if keras:
+        return _not_model(folder, f"a folder of model files: identify each ({', '.join(keras[:3])})")
+    return _not_model(folder, "a folder with no model files (no saved_model.pb, checkpoint or index)")
+
+
+def _state_file(folder: str) -> tuple[str, list[str]]:
+    """``model_checkpoint_path`` and ``all_model_checkpoint_paths`` of a state file, read as text."""
+    with open(os.path.join(folder, "checkpoint"), encoding="utf-8", errors="replace") as file:
+        text = file.read()
+    latest = re.search(r'^model_checkpoint_path:\s*"((?:[^"\\]|\\.)*)"', text, re.M)
+    every = re.findall(r'^all_model_checkpoint_paths:\s*"((?:[^"\\]|\\.)*)"', text, re.M)
+    unquote = lambda value: value.encode().decode("unicode_escape")  # noqa: E731
+    return (unquote(latest[1]) if latest else ""), [unquote(v) for v in every]
+
+
+def _checkpoint_folder(folder: str) -> Identification:
+    from helpers.errors import NotACheckpointError
+    from helpers.inspection import resolve_checkpoint
+
+    named, listed = _state_file(folder)
+    try:
+        prefix = resolve_checkpoint(folder)
+    except NotACheckpointError as error:
+        return _not_model(folder, f"a checkpoint folder whose state file is unusable: {error.reason}")
+    inner = _checkpoint(prefix)
+    latest = os.path.basename(prefix)
+    kept = [re.split(r"[/\\]", p)[-1] for p in listed] or [latest]
+    info = Identification(folder, "checkpoint-folder", written_by=inner.written_by)
+    info.holds = {"latest": latest, "checkpoints": kept, "flavour": KINDS[inner.kind], **inner.holds}
+    if named and (os.path.isabs(named) or re.match(r"^[A-Za-z]:\\", named)) and \
+            os.path.normpath(named) != os.path.normpath(prefix):
+        info.traps.append(f"the state file names another machine's path ({named!r}): "
+                          "tf.train.latest_checkpoint(folder) returns it and restoring it fails; "
+                          "helpers.inspection.resolve_checkpoint(folder) finds the file here")
+    times = {}
+    for name in kept:
+        candidate = os.path.join(folder, name + ".index")
+        if os.path.isfile(candidate):
+            times[name] = os.path.getmtime(candidate)
+    if times and max(times, key=times.get) != latest and times[max(times, key=times.get)] > times.get(latest, 0):
+        info.traps.append(f"the latest checkpoint ({latest}, per the state file) is not the newest file "
+                          f"on disk ({max(times, key=times.get)}): trust the state file, not file times")
+    info.traps += inner.traps
+    body = inner.how_to_load.split("\n", 1)[1]  # the prefix's code, after its `path = ...`
+    info.how_to_load = ("from helpers.inspection import resolve_checkpoint\n"
+                        f"path = resolve_checkpoint({folder!r})  # the latest, as the state file says\n"
+                        + body)
+    return info
+
+
+# --------------------------------------------------------------------------- checkpoints
+
+
+def _checkpoint(prefix: str) -> Identification:
+    from helpers.errors import NotACheckpointError
+    from helpers.inspection import describe_checkpoint
+
+    try:
+        description = describe_checkpoint(prefix)
+    except NotACheckpointError as error:
+        return _not_model(prefix, f"a checkpoint prefix that cannot be read: {error.reason}")
+    values = [v for v in description.variables if v.key != "_CHECKPOINTABLE_OBJECT_GRAPH"]
+    holds: dict[str, Any] = {"variables": len(values), "bytes": _bytes_text(description.total_bytes)}
+    written: dict[str, str] = {}
+    traps: list[str] = []
+    if os.path.isfile(prefix + ".meta"):
+        version, _, _ = _meta_summary(prefix + ".meta")
+        if version:
+            written["TensorFlow"] = version
+    if not description.has_object_graph:
+        holds["optimizer state"] = any(re.search(r"/(Adam|Momentum|RMSProp|Adagrad)(_\d+)?$|beta[12]_power",
+                                                 v.key) for v in values)
+        holds["graph (.meta) beside it"] = os.path.isfile(prefix + ".meta")
+        traps.append(_NAME_RESTORE_TRAP)
+        return Identification(prefix, "tf1-checkpoint", written_by=written, holds=holds, traps=traps,
+                              how_to_load=_values_code(prefix, "helpers.migration.restore_name_based("
+                                                                "path, {key: variable})"))
+    from helpers.object_graph import read_object_graph
+
+    graph = read_object_graph(prefix, include_empty=True)
+    edges = {edge.name for edge in graph.edges}
+    holds["optimizer state"] = bool(graph.of_kind("optimizer"))
+    if edges & _KERAS3_EDGES:
+        kind, route = "checkpoint-keras3", "tf.train.Checkpoint(model=model).restore(path).assert_consumed()"
+    elif any(e.startswith(("layer_with_weights-", "layer-")) or e == "keras_api" for e in edges):
+        kind, route = "checkpoint-keras2", "helpers.keras2.restore_keras2_checkpoint(path, model)"
+        traps.append(_K2_CHECKPOINT_TRAP)
+        if holds["optimizer state"]:
+            traps.append(_K2_OPTIMIZER_TRAP)
+    else:
+        kind, route = "checkpoint-module", "tf.train.Checkpoint(<same attributes>).restore(path)"
+    if os.path.isfile(prefix + ".meta"):
+        traps.append("a .meta file lies beside it, but the checkpoint is object-based (TF2): "
+                     "the .meta does not make it a TF1 checkpoint")
+    return Identification(prefix, kind, written_by=written, holds=holds, traps=traps,
+                          how_to_load=_values_code(prefix, route))
+
+
+def _values_code(prefix: str, route: str) -> str:
+    return _code(prefix, f"""
+        from helpers.inspection import read_checkpoint
+        # The architecture is not in a checkpoint: these are its values by key.
+        # Into your model: {route}
+        loaded = read_checkpoint(path)
+        report = f"{{len(loaded)}} values by key, e.g. {{sorted(loaded)[:2]}}"
+        """)
+
+
+def _v1_or_unknown(text: str, head: bytes) -> Identification:
+    """A file with no magic number: an old single-file V1 checkpoint, or not a model file."""
+    from helpers.errors import NotACheckpointError
+    from helpers.inspection import describe_checkpoint
+
+    try:
+        description = describe_checkpoint(text)
+    except NotACheckpointError:
+        shown = head[:8].hex(" ")
+        return _not_model(text, f"not a format this course knows (first bytes {shown})")
+    holds = {"variables": len(description.variables), "bytes": _bytes_text(description.total_bytes)}
+    return Identification(text, "tf1-checkpoint-v1", holds=holds, traps=[_NAME_RESTORE_TRAP],
+                          how_to_load=_values_code(text, "helpers.migration.restore_name_based("
+                                                         "path, {key: variable})"))
+
+
+def _meta_summary(path: str) -> tuple[str, int, set[str]]:
+    """TensorFlow version, number of variables and the devices pinned in a ``.meta`` file."""
+    from tensorflow.core.protobuf import meta_graph_pb2
+
+    meta = meta_graph_pb2.MetaGraphDef()
+    with open(path, "rb") as file:
+        meta.ParseFromString(file.read())
+    nodes = meta.graph_def.node
+    variables = sum(node.op in ("VarHandleOp", "VariableV2", "Variable") for node in nodes)
+    devices = {node.device for node in nodes if node.device}
+    return meta.meta_info_def.tensorflow_version, variables, devices
+
+
+def _meta_graph(path: str) -> Identification:
+    from google.protobuf.message import DecodeError
+
+    try:
+        version, variables, devices = _meta_summary(path)
+    except (DecodeError, RuntimeError, ValueError) as error:
+        return _not_model(path, f"a .meta file that is not a MetaGraphDef (truncated?): {first_line(error)}")
+    prefix = path[: -len(".meta")]
+    has_values = os.path.isfile(prefix + ".index") or os.path.isfile(prefix)
+    info = Identification(path, "meta-graph", written_by={"TensorFlow": version} if version else {},
+                          holds={"variables in the graph": variables, "checkpoint beside it": has_values})
+    if devices:
+        info.traps.append(f"the graph pins ops to {', '.join(sorted(devices))}: import it with "
+                          "clear_devices=True")
+    if not has_values:
+        info.traps.append("no checkpoint beside it: the graph alone has no trained values")
+    if has_values:
+        last = "    saver.restore(loaded, glob_safe_prefix(path[: -len('.meta')]))"
+    else:
+        last = "    loaded.run(tf.compat.v1.global_variables_initializer())  # no saved values"
+    info.how_to_load = _code(path, """
+        import tensorflow as tf
+        from helpers.files import glob_safe_prefix
+        graph = tf.Graph()
+        with graph.as_default():  # Saver.restore needs the graph as default
+            saver = tf.compat.v1.train.import_meta_graph(path, clear_devices=True)
+            loaded = tf.compat.v1.Session(graph=graph)
+        """) + last + "\n" + _code_tail("""
+        report = (f"a Session over {len(graph.get_operations())} ops, "
+                  f"{len(graph.get_collection('variables'))} variables")
+        """)
+    return info
+
+
+def _code_tail(body: str) -> str:
+    return textwrap.dedent(body).strip() + "\n"
+
+
+# --------------------------------------------------------------------------- zips and HDF5
+
+
+def _zip(path: str) -> Identification:
+    try:
+        with zipfile.ZipFile(path) as archive:
+            names = archive.namelist()
+            metadata = json.loads(archive.read("metadata.json")) if "metadata.json" in names else None
+            config = json.loads(archive.read("config.json")) if "config.json" in names else None
+    except (zipfile.BadZipFile, EOFError, OSError) as error:
+        return _not_model(path, f"a truncated or damaged zip file ({first_line(error)})")
+    except (ValueError, KeyError) as error:
+        return _not_model(path, f"a zip whose metadata.json or config.json is damaged ({first_line(error)})")
+    if config is None or "model.weights.h5" not in names:
+        return _not_model(path, f"a zip of something else, not a .keras file (holds "
+                                f"{', '.join(names[:3]) or 'nothing'}{', ...' if len(names) > 3 else ''})")
+    version = str((metadata or {}).get("keras_version", "?"))
+    info = Identification(path, "keras3-archive" if version.startswith("3") else "keras2-archive",
+                          written_by={"Keras": version})
+    info.holds = {"model": f"{config.get('class_name', '?')} "
+                           f"{config.get('config', {}).get('name', '')!r}".strip(),
+                  "optimizer state": _archive_has_optimizer(path),
+                  "custom objects": _custom_classes(config)}
+    lam = _has_lambda_code(config)
+    if info.kind == "keras3-archive":
+        if lam:
+            info.traps.append("a Lambda holds Python bytecode: load_model refuses it in safe_mode; pass "
+                              "safe_mode=False only for a file you trust (it runs the code)")
+        if info.holds["custom objects"]:
+            info.traps.append("needs its custom classes: import or register them before loading "
+                              "(custom_objects=)")
+        if info.holds["custom objects"]:
+            info.how_to_load = _code(path, """
+                import h5py, io, zipfile
+                # The architecture needs its custom classes: keras.models.load_model(path,
+                # custom_objects={...}) with them. Without them, these are the weights:
+                with zipfile.ZipFile(path) as archive:
+                    data = io.BytesIO(archive.read("model.weights.h5"))
+                loaded = {}
+                def keep(name, item):  # visititems stops at the first non-None return
+                    if isinstance(item, h5py.Dataset):
+                        loaded[name] = item[()]
+                with h5py.File(data, "r") as h5:
+                    h5.visititems(keep)
+                report = f"{len(loaded)} weight arrays (the model needs its custom classes)"
+                """)
+        else:
+            info.how_to_load = _code(path, f"""
+                import keras
+                loaded = keras.models.load_model(path{', safe_mode=False' if lam else ''})
+                """) + _MODEL_REPORT
+        return info
+    info.traps.append(f"Keras 3's load_model cannot rebuild a .keras written by Keras {version} "
+                      "(its config names Keras 2 modules)")
+    if version.startswith("2.15"):
+        info.how_to_load = _code(path, """
+            import os, tempfile, keras
+            from helpers.keras2 import convert_legacy_h5, run_keras2
+            folder = tempfile.mkdtemp()  # never next to the file
+            # Keras 2 (tf-keras) reads its own .keras and re-saves it as a legacy .h5 ...
+            source = os.path.abspath(path)  # the Keras 2 process runs in `folder`
+            run_keras2(f"keras.models.load_model({source!r}, compile=False).save('model.h5')",
+                       cwd=folder)
+            # ... which the course's recipe carries into Keras 3, weight by weight.
+            out = os.path.join(folder, "model.keras")
+            convert_legacy_h5(os.path.join(folder, "model.h5"), out)
+            loaded = keras.models.load_model(out)
+            """) + _MODEL_REPORT
+    else:
+        info.traps.append(f"tf-keras 2.21 cannot read it either (Keras {version}'s weight layout): "
+                          "build the model in Keras 3 code and assign these weights by layer")
+        info.how_to_load = _code(path, """
+            import h5py, io, zipfile
+            # Neither Keras 3 nor tf-keras rebuilds it: build the model in Keras 3 code and
+            # assign these arrays layer by layer (model.get_layer(name).set_weights([...])).
+            with zipfile.ZipFile(path) as archive:
+                data = io.BytesIO(archive.read("model.weights.h5"))
+            loaded = {}
+            def keep(name, item):  # visititems stops at the first non-None return
+                if isinstance(item, h5py.Dataset):
+                    loaded[name] = item[()]
+            with h5py.File(data, "r") as h5:
+                h5.visititems(keep)
+            report = f"{len(loaded)} weight arrays, e.g. {sorted(loaded)[:1]}"
+            """)
+    return info
+
+
+_MODEL_REPORT = _code_tail("""
+    shapes = lambda tensors: ", ".join(str(tuple(t.shape)) for t in tensors)
+    report = (f"{type(loaded).__name__} {loaded.name!r}: {len(loaded.weights)} weights, "
+              f"input {shapes(loaded.inputs)} -> output {shapes(loaded.outputs)}")
+    """)
+
+
+def _archive_has_optimizer(path: str) -> bool:
+    import h5py
+    import io
+
+    with zipfile.ZipFile(path) as archive, h5py.File(io.BytesIO(archive.read("model.weights.h5")), "r") as h5:
+        return "optimizer" in h5 and len(h5["optimizer"]) > 0
+
+
+def _class_configs(config: Any):
+    if isinstance(config, dict):
+        if "class_name" in config:
+            yield config
+        for value in config.values():
+            yield from _class_configs(value)
+    elif isinstance(config, list):
+        for value in config:
+            yield from _class_configs(value)
+
+
+def _custom_classes(config: Any) -> list[str]:
+    """Class names a configuration needs that Keras itself does not provide."""
+    found = []
+    for item in _class_configs(config):
+        registered, module = item.get("registered_name") or "", item.get("module") or ""
+        if ">" in registered or (module and not module.startswith("keras")):
+            found.append(registered or item["class_name"])
+    return sorted(set(found))
+
+
+def _has_lambda_code(config: Any) -> bool:
+    for item in _class_configs(config):
+        settings = item.get("config") if isinstance(item.get("config"), dict) else {}
+        if item["class_name"] == "Lambda" and (settings.get("function_type") == "lambda" or
+                                               isinstance(settings.get("function"), dict) and
+                                               settings["function"].get("class_name") == "__lambda__"):
+            return True
+    return False
+
+
+def _hdf5(path: str) -> Identification:
+    import h5py
+
+    try:
+        file = h5py.File(path, "r")
+    except OSError as error:
+        return _not_model(path, f"a truncated or damaged HDF5 file ({first_line(error)})")
+    with file:
+        if "model_config" in file.attrs:
+            return _legacy_h5(path, file, whole=True)
+        group = file["model_weights"] if "model_weights" in file else file
+        if "layer_names" in group.attrs:
+            return _legacy_h5(path, file, whole=False)
+        if "layers" in file or "vars" in file or "_layer_checkpoint_dependencies" in file:
+            return _weights_h5(path, file)
+        shown = ", ".join(list(file)[:3]) or "nothing"
+        return _not_model(path, f"a plain HDF5 file, not Keras weights (top-level entries: {shown})")
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _legacy_h5(path: str, file: Any, whole: bool) -> Identification:
+    group = file["model_weights"] if "model_weights" in file else file
+    version = _text(group.attrs.get("keras_version", file.attrs.get("keras_version", "?")))
+    backend = _text(group.attrs.get("backend", file.attrs.get("backend", "?")))
+    layers = [_text(n) for n in group.attrs["layer_names"]]
+    count = sum(len(group[name].attrs.get("weight_names", [])) for name in layers)
+    named_keras = path.endswith(".keras")
+    kind = "keras2-hdf5-named-keras" if named_keras else ("legacy-h5-model" if whole else "legacy-h5-weights")
+    info = Identification(path, kind, written_by={"Keras": f"{version} ({backend})"})
+    info.holds = {"layers": len(layers), "weights": count, "optimizer state": "optimizer_weights" in file}
+    if named_keras:
+        info.traps.append("HDF5 under a .keras name (Keras 2.12's model.save('x.keras') wrote this): "
+                          "keras.models.load_model says 'File not found' although the file is there")
+    if not whole:
+        info.traps.append("weights only: the architecture is not in the file")
+        info.how_to_load = _code(path, """
+            from helpers.keras2 import describe_legacy_h5
+            # Weights only: build the same architecture in Keras 3, then
+            # model.load_weights(path), or convert_legacy_h5(path, "m.weights.h5", model=model).
+            loaded = describe_legacy_h5(path)
+            report = (f"{sum(map(len, loaded.layers.values()))} weights in "
+                      f"{len(loaded.layers)} layers, written by Keras {loaded.keras_version}")
+            """)
+        return info
+    config = json.loads(_text(file.attrs["model_config"]))
+    info.holds["model"] = f"{config.get('class_name', '?')} {config.get('config', {}).get('name', '')!r}"
+    custom = [c["class_name"] for c in _class_configs(config) if c["class_name"] in _unknown(config)]
+    info.holds["custom objects"] = sorted(set(custom))
+    cudnn = sorted({c["class_name"] for c in _class_configs(config) if c["class_name"].startswith("CuDNN")})
+    lam = _has_lambda_code(config)
+    if lam:
+        info.traps.append("a Lambda holds marshalled Python bytecode: safe_mode refuses it; load with "
+                          "safe_mode=False only a file you trust, on the Python version that wrote it")
+    if "training_config" in file.attrs:
+        info.traps.append("its training config (loss, metrics) is Keras 2's: load with compile=False "
+                          "and compile again (a string loss like 'mse' fails in Keras 3)")
+    if custom or cudnn:
+        blocker = (f"needs its custom classes {sorted(set(custom))}" if custom else
+                   f"{', '.join(cudnn)}: Keras 3 has no CuDNN layers (weights in the CuDNN layout)")
+        info.traps.append(f"Keras 3 cannot rebuild it: {blocker}")
+        info.how_to_load = _code(path, f"""
+            from helpers.keras2 import describe_legacy_h5
+            # The architecture cannot be rebuilt here ({'custom classes' if custom else 'CuDNN layers'}):
+            # convert_legacy_h5(path, "m.keras", custom_objects={{...}}) with the classes, or
+            # build a twin and pass model=twin. Without them, this lists the weights:
+            loaded = describe_legacy_h5(path)
+            report = (f"{{sum(map(len, loaded.layers.values()))}} weights in "
+                      f"{{len(loaded.layers)}} layers, written by Keras {{loaded.keras_version}}")
+            """)
+        return info
+    safe = ", safe_mode=False" if lam else ""
+    info.how_to_load = _code(path, f"""
+        import os, tempfile, keras
+        from helpers.keras2 import convert_legacy_h5
+        # Keras 3 rebuilds the Keras 2 model (arguments patched, nested models renumbered) and
+        # pairs every weight by name; the copy goes to a temporary folder, never beside the file.
+        out = os.path.join(tempfile.mkdtemp(), "model.keras")
+        convert_legacy_h5(path, out{safe})
+        loaded = keras.models.load_model(out{safe})
+        """) + _MODEL_REPORT
+    return info
+
+
+def _unknown(config: dict) -> set[str]:
+    import keras
+    from helpers.keras2 import legacy_custom_objects
+
+    known = set(legacy_custom_objects()) | {"Functional", "Model", "Sequential", "InputLayer"}
+    names = {c["class_name"] for c in _class_configs(config)}
+    return {name for name in names if name not in known and not hasattr(keras.layers, name)
+            and not name.startswith("CuDNN") and keras.saving.get_registered_object(name) is None
+            and (name[:1].isupper() or ">" in name) and not hasattr(keras.initializers, name)
+            and not hasattr(keras.regularizers, name) and not hasattr(keras.constraints, name)
+            and not hasattr(keras.optimizers, name) and name not in ("Lambda", "TFOpLambda")}
+
+
+def _weights_h5(path: str, file: Any) -> Identification:
+    count = 0
+
+    def visit(name: str, item: Any) -> None:
+        nonlocal count
+        count += hasattr(item, "shape")
+
+    file.visititems(visit)
+    info = Identification(path, "weights-h5", holds={"weights": count,
+                                                     "optimizer state": "optimizer" in file and
+                                                     len(file["optimizer"]) > 0})
+    info.traps.append("weights only: the architecture is not in the file; load_weights into a model "
+                      "built with the same layers")
+    if "optimizer" in file:
+        info.traps.append("load_weights into a compiled model whose optimizer is not built drops the "
+                          "optimizer state with only a warning: optimizer.build(model.trainable_variables) "
+                          "first")
+    info.how_to_load = _code(path, """
+        from helpers.keras_files import describe_keras_file
+        # Weights only: build the model in Keras 3 code, then model.load_weights(path).
+        # helpers.keras_files.missing_from_file(model, path) lists what the file lacks.
+        loaded = describe_keras_file(path)
+        report = f"{len(loaded)} weights, {loaded.total_bytes} bytes"
+        """)
+    return info
+
+
+def _sharded(path: str) -> Identification:
+    try:
+        with open(path, encoding="utf-8") as file:
+            index = json.load(file)
+        weight_map = index["weight_map"]
+    except (ValueError, KeyError, TypeError, UnicodeDecodeError) as error:
+        return _not_model(path, f"a .weights.json that is not a sharded-weights index ({first_line(error)})")
+    shards = sorted({s for v in weight_map.values() for s in ([v] if isinstance(v, str) else v)})
+    folder = os.path.dirname(path)
+    missing = [s for s in shards if not os.path.isfile(os.path.join(folder, s))]
+    info = Identification(path, "sharded-weights", holds={"weight groups": len(weight_map), "shards": shards})
+    if missing:
+        info.traps.append(f"shard file(s) missing beside the index: {', '.join(missing)}: load_weights "
+                          "finds this only when it reaches them, leaving the model half-loaded")
+    info.traps.append("weights only: the architecture is not in the file")
+    info.how_to_load = _code(path, """
+        from helpers.keras_files import describe_keras_file
+        # Weights only: build the model in Keras 3 code, then model.load_weights(path).
+        loaded = describe_keras_file(path)  # refuses an index with a missing shard
+        report = f"{len(loaded)} weights in {len(loaded.shards)} shards"
+        """)
+    return info
+
+
+# --------------------------------------------------------------------------- SavedModels and graphs
+
+
+def _saved_model(folder: str) -> Identification:
+    from helpers.errors import NotACheckpointError
+    from helpers.saved_models import _read_saved_model, describe_saved_model
+
+    try:
+        description = describe_saved_model(folder)
+        proto = _read_saved_model(folder)
+    except NotACheckpointError as error:
+        return _not_model(folder, f"a SavedModel folder that cannot be read: {error.reason}")
+    names = set(os.listdir(folder))
+    graph = proto.meta_graphs[0].object_graph_def
+    root = {child.local_name for child in graph.nodes[0].children} if graph.nodes else set()
+    signatures = {s.name: s.input_keys for s in description.signatures}
+    written = {"TensorFlow": description.tensorflow_version} if description.tensorflow_version else {}
+    if "keras_metadata.pb" in names:
+        kind = "savedmodel-keras2"
+        version = _keras_metadata_version(os.path.join(folder, "keras_metadata.pb"))
+        if version:
+            written["Keras"] = version
+    elif description.tf1_meta_graph:
+        kind = "savedmodel-tf1"
+    elif "serve" in signatures and "_misc_assets" in root:
+        kind = "savedmodel-export"
+    elif {"__call__", "variables", "trainable_variables", "regularization_losses"} <= root \
+            and "keras_api" not in root:
+        kind = "savedmodel-hub"
+    else:
+        kind = "savedmodel-tf2"
+    info = Identification(folder, kind, written_by=written)
+    info.holds = {"signatures": signatures, "variables": description.variable_count,
+                  "bytes": _bytes_text(description.variable_bytes),
+                  "assets": [a.filename for a in description.assets]}
+    if "tfhub_module.pb" in names:
+        info.holds["hub module (TF1 format)"] = True
+    if description.missing_assets:
+        info.traps.append(f"asset file(s) missing from assets/: {', '.join(description.missing_assets)}: "
+                          "tf.saved_model.load fails")
+    if description.unknown_ops:
+        info.traps.append(f"op types this TensorFlow does not know: {', '.join(description.unknown_ops)}: "
+                          "import the library that registers them first")
+    if kind != "savedmodel-export" and signatures:
+        info.traps.append("keras.layers.TFSMLayer's default endpoint 'serve' exists only in model.export "
+                          "folders: pass call_endpoint='serving_default'")
+    info.traps.append("call a signature by keyword (sig(**{name: x})): two positional tensors fail")
+    if kind == "savedmodel-export":
+        info.how_to_load = _code(folder, """
+            import keras
+            loaded = keras.layers.TFSMLayer(path)  # endpoint 'serve': model.export wrote it
+            report = f"TFSMLayer over endpoint 'serve', {len(loaded.weights)} variables"
+            """)
+    elif kind == "savedmodel-tf1":
+        info.how_to_load = _code(folder, """
+            import tensorflow as tf
+            loaded = tf.saved_model.load(path)  # a TF1 graph: signatures, no restored methods
+            report = "signatures " + ", ".join(
+                f"{name}({', '.join(sorted(fn.structured_input_signature[1]))})"
+                for name, fn in loaded.signatures.items())
+            """)
+    else:
+        info.how_to_load = _code(folder, """
+            import tensorflow as tf
+            loaded = tf.saved_model.load(path)
+            report = "signatures " + (", ".join(
+                f"{name}({', '.join(sorted(fn.structured_input_signature[1]))})"
+                for name, fn in loaded.signatures.items()) or "none") + \\
+                (", callable" if callable(loaded) else "")
+            """)
+    return info
+
+
+def _keras_metadata_version(path: str) -> str:
+    with open(path, "rb") as file:
+        head = file.read(4096)
+    found = re.search(rb'"keras_version":\s*"([^"]+)"', head)
+    return found[1].decode() if found else ""
+
+
+def _graph_def(path: str, size: int) -> Identification:
+    if os.path.basename(path) in ("saved_model.pb", "saved_model.pbtxt"):
+        info = _folder(os.path.dirname(path) or ".")
+        info.traps.insert(0, "this is a SavedModel's graph file: pass its folder")
+        return info
+    from google.protobuf.message import DecodeError
+    from tensorflow.core.framework import graph_pb2
+
+    graph = graph_pb2.GraphDef()
+    try:
+        with open(path, "rb") as file:
+            graph.ParseFromString(file.read())
+    except (DecodeError, RuntimeError, ValueError) as error:
+        return _not_model(path, f"a .pb that is not a GraphDef (truncated, or another message): "
+                                f"{first_line(error)}")
+    if not graph.node:
+        return _not_model(path, "a .pb that holds no graph nodes (not a GraphDef)")
+    consumed = {inp.split(":")[0].lstrip("^") for node in graph.node for inp in node.input}
+    inputs = [n.name for n in graph.node if n.op == "Placeholder"]
+    outputs = [n.name for n in graph.node
+               if n.name not in consumed and n.op not in ("Const", "NoOp", "Placeholder", "Assert")]
+    variables = sum(n.op in ("VarHandleOp", "VariableV2") for n in graph.node)
+    info = Identification(path, "frozen-graph",
+                          holds={"nodes": len(graph.node), "inputs": inputs, "outputs": outputs,
+                                 "constants": sum(n.op == "Const" for n in graph.node)})
+    if variables:
+        info.traps.append(f"{variables} variable ops: not frozen, the values are not in this file")
+    info.traps.append("a frozen graph has no variables, no optimizer and no Keras model: it can "
+                      "only run forward")
+    feeds = ", ".join(repr(n + ":0") for n in inputs)
+    fetches = ", ".join(repr(n + ":0") for n in outputs)
+    info.how_to_load = _code(path, f"""
+        import tensorflow as tf
+        graph_def = tf.compat.v1.GraphDef()
+        with open(path, "rb") as file:
+            graph_def.ParseFromString(file.read())
+        wrapped = tf.compat.v1.wrap_function(
+            lambda: tf.compat.v1.import_graph_def(graph_def, name=""), [])
+        loaded = wrapped.prune([{feeds}], [{fetches}])  # a concrete function
+        report = f"a function of {{len(loaded.inputs)}} input(s) -> {{len(loaded.outputs)}} output(s)"
+        """)
+    return info
+
+
+def _tflite(path: str, size: int) -> Identification:
+    info = Identification(path, "tflite", holds={"bytes": _bytes_text(size)})
+    info.traps.append("tf.lite.Interpreter is deprecated (it warns): the LiteRT interpreter is in the "
+                      "ai-edge-litert package")
+    info.how_to_load = _code(path, """
+        try:
+            from ai_edge_litert.interpreter import Interpreter  # pip install ai-edge-litert
+        except ImportError:
+            from tensorflow.lite import Interpreter  # deprecated, still in TF 2.21
+        loaded = Interpreter(model_path=path)
+        loaded.allocate_tensors()
+        report = ("inputs " + ", ".join(f"{d['name']} {tuple(int(n) for n in d['shape'])}"
+                                        for d in loaded.get_input_details()))
+        """)
+    return info
+
+
+# --------------------------------------------------------------------------- ONNX, without onnx
+
+
+def _varint(data: bytes, position: int) -> tuple[int, int]:
+    result = shift = 0
+    while True:
+        if position >= len(data):
+            raise ValueError("truncated varint")
+        byte = data[position]
+        result |= (byte & 0x7F) << shift
+        position += 1
+        if not byte & 0x80:
+            return result, position
+        shift += 7
+        if shift > 63:
+            raise ValueError("varint too long")
+
+
+def _fields(data: bytes, stop_at: int | None = None):
+    """Yield ``(number, wire type, value)`` of a protobuf message; length-delimited values as bytes."""
+    position = 0
+    while position < len(data):
+        key, position = _varint(data, position)
+        number, wire = key >> 3, key & 7
+        if wire == 0:
+            value, position = _varint(data, position)
+        elif wire == 2:
+            length, position = _varint(data, position)
+            if position + length > len(data):
+                raise ValueError("truncated field")
+            value, position = data[position: position + length], position + length
+        elif wire == 1:
+            value, position = data[position: position + 8], position + 8
+        elif wire == 5:
+            value, position = data[position: position + 4], position + 4
+        else:
+            raise ValueError(f"wire type {wire}")
+        if number == 0:
+            raise ValueError("field number 0")
+        yield number, wire, value
+
+
+def _onnx_header(path: str) -> dict[str, Any]:
+    """ir_version, producer, opsets and graph inputs of an ONNX ModelProto, read without onnx."""
+    with open(path, "rb") as file:
+        data = file.read()
+    found: dict[str, Any] = {"opsets": {}}
+    for number, wire, value in _fields(data):
+        if number == 1 and wire == 0:
+            found["ir_version"] = value
+        elif number == 2 and wire == 2:
+            found["producer"] = value.decode(errors="replace")
+        elif number == 3 and wire == 2:
+            found["producer_version"] = value.decode(errors="replace")
+        elif number == 8 and wire == 2:
+            opset = {n: v for n, w, v in _fields(value)}
+            found["opsets"][(opset.get(1) or b"ai.onnx").decode() or "ai.onnx"] = opset.get(2, 0)
+        elif number == 7 and wire == 2:
+            graph = list(_fields(value))
+            initializers = {_name_of(v) for n, w, v in graph if n == 5 and w == 2}
+            found["inputs"] = [_name_of(v) for n, w, v in graph if n == 11 and w == 2
+                               and _name_of(v) not in initializers]
+            found["outputs"] = [_name_of(v) for n, w, v in graph if n == 12 and w == 2]
+            found["nodes"] = sum(n == 1 and w == 2 for n, w, v in graph)
+    if "ir_version" not in found or "inputs" not in found:
+        raise ValueError("no ir_version or graph")
+    return found
+
+
+def _name_of(message: bytes) -> str:
+    for number, wire, value in _fields(message):
+        if number == 1 and wire == 2:
+            return value.decode(errors="replace")
+    return "?"
+
+
+def _looks_like_onnx(path: str) -> bool:
+    with open(path, "rb") as file:
+        head = file.read(2)
+    if head[:1] != b"\x08" or os.path.getsize(path) > 512 * 2**20:
+        return False
+    try:
+        _onnx_header(path)
+    except ValueError:
+        return False
+    return True
+
+
+def _onnx(path: str, size: int) -> Identification:
+    try:
+        header = _onnx_header(path)
+    except ValueError as error:
+        return _not_model(path, f"an .onnx file that is not a readable ONNX model (truncated?): {error}")
+    producer = " ".join(filter(None, [header.get("producer"), header.get("producer_version")]))
+    written = {"producer": producer} if producer else {}
+    written["ONNX IR"] = str(header["ir_version"])
+    info = Identification(path, "onnx", written_by=written)
+    info.holds = {"inputs": header["inputs"], "outputs": header["outputs"], "nodes": header["nodes"],
+                  "opsets": ", ".join(f"{k} {v}" for k, v in header["opsets"].items()),
+                  "bytes": _bytes_text(size)}
+    info.traps.append("TensorFlow does not load ONNX: run it with onnxruntime (pip install onnxruntime)")
+    info.how_to_load = _code(path, """
+        import onnxruntime  # pip install onnxruntime
+        loaded = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])
+        report = "inputs " + ", ".join(f"{i.name} {i.shape}" for i in loaded.get_inputs())
+        """)
+    return info
+
+
+# --------------------------------------------------------------------------- the course's stored real files
+
+
+def stored_real_file(source: str, name: str, dest: str | os.PathLike = ".") -> tuple[str, dict[str, Any]]:
+    """Copy a real file the course stores (``tests/data/<source>``) into ``dest``; return (path, entry).
+
+    ``entry`` is the artifact's manifest entry: ``written_by``, ``input`` and the ``output``
+    the old software computed. For chapter 15, in a checkout of the course (nothing is
+    downloaded). Refuses to overwrite: ``dest`` must not hold the artifact yet.
+
+    Example:
+        >>> path, entry = stored_real_file("tf215", "sequential", "old")   # doctest: +SKIP
+        >>> path, entry["written_by"]                                       # doctest: +SKIP
+        ('old/tf215/sequential.h5', 'tensorflow 2.15.1 / keras 2.15.0')
+    """
+    import shutil
+
+    from helpers.files import refuse_existing
+
+    store = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "data")
+    manifest_path = os.path.join(store, source, "MANIFEST.json")
+    if not os.path.isfile(manifest_path):
+        raise FileNotFoundError(f"no stored files {source!r}: this needs a checkout of the course")
+    with open(manifest_path, encoding="utf-8") as file:
+        entry = json.load(file)[name]
+    top = entry["path"].split("/")[0]
+    target = os.path.join(path_text(dest), source, top)
+    refuse_existing(target, "a copied real file")
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    origin = os.path.join(store, source, top)
+    (shutil.copytree if os.path.isdir(origin) else shutil.copyfile)(origin, target)
+    return os.path.join(path_text(dest), source, entry["path"]), entry
