@@ -414,7 +414,7 @@ def model_file_kind(path: str | os.PathLike) -> str:
     if not _sniff(data) and _looks_like_graph_def(data):
         return KINDS[1]
     raise NotAModelFileError(text, f"not a kind this recipe runs (known kinds: {', '.join(KINDS)}); "
-                                   "a truncated frozen graph or ONNX file reads as none of them")
+                                   "a truncated or damaged .pb or .onnx that no longer parses reads as none")
 
 
 def _litert_interpreter(path: str, data: bytes) -> Any:
