@@ -130,6 +130,10 @@ def _process_is_running(pid: int) -> bool:
 def start_notebook(seed: int = DEFAULT_SEED) -> None:
     """Prepare the notebook: quiet TensorFlow, seeded and deterministic, in a work folder.
 
+    TensorFloat-32 is turned off, so float32 matmuls on an Ampere or newer GPU
+    give float32 results like the CPU's (the printed line does not say so, to
+    keep every chapter's first output the same).
+
     Safe to run again: the work folder is kept and the seeds are reset. The
     work folder becomes the current directory (``work_folder()`` returns it)
     and is deleted when the kernel stops. Nothing is returned, so the cell
@@ -143,6 +147,9 @@ def start_notebook(seed: int = DEFAULT_SEED) -> None:
     tf = _import_tensorflow_quietly()
     seed_everything(seed)
     tf.config.experimental.enable_op_determinism()
+    # TensorFloat-32 (on by default on Ampere and newer GPUs) rounds matmul inputs to 10 bits of
+    # mantissa: Keras on such a GPU would differ by ~1e-3 from LiteRT or ONNX on the CPU.
+    tf.config.experimental.enable_tensor_float_32_execution(False)
     _configure_display()
     if _work_folder is None:
         _work_folder = _make_work_folder()
