@@ -337,20 +337,7 @@ import tempfile  # noqa: E402
 from tests.attack_harness import accepted, marked, rejected  # noqa: E402
 
 # What today's check gets wrong (strict xfails: remove an entry when its check is fixed).
-KNOWN_08 = {
-    "cb_save_best_only_default_monitor": "check accepts this wrong answer: save_best_only=True",
-    "cb_save_best_only_on_loss": "check accepts this wrong answer: save_best_only=True, monitor='loss'",
-    "cb_save_freq_two_batches": "check accepts this wrong answer: save_freq=2 (batches, not epochs)",
-    "cb_save_freq_every_batch": "check accepts this wrong answer: save_freq=1 (every batch)",
-    "NormHardCodedFeatures": "hint: Keras's message quoted with colour codes, over 300 characters",
-    "body_unchanged_means_not_loaded": "check accepts this wrong answer: 'unchanged value means not loaded'",
-    "body_trainable_only": "check accepts this wrong answer: reports only trainable weights (no BN in a "
-                           "changed layer)",
-    "body_reports_but_never_loads": "hint: lists every path, over 300 characters",
-    "body_hard_coded_file": "hint: generic cause, over 300 characters, and names h5py's h5f.open() as "
-                            "the learner's code",
-    "clip_cfg_low_only": "hint: Keras's message with colour codes, over 300 characters, generic cause",
-}
+KNOWN_08 = {}
 
 CP = keras.callbacks.ModelCheckpoint
 

@@ -452,19 +452,7 @@ from tests.attack_harness import accepted, marked, rejected  # noqa: E402
 FALSE_PASS = "check accepts this wrong answer: "
 GENERIC_HINT = "hint: over 300 characters, generic 'read the message, fix that line'"
 # What today's check gets wrong (strict xfails: remove an entry when its check is fixed).
-KNOWN_11: dict[str, str] = {
-    "tc_model_optimizer_attribute": GENERIC_HINT + " (model.optimizer of an uncompiled model)",
-    "tc_optimizer_variables_list": FALSE_PASS + "saves optimizer.variables (a list), which restores only into an "
-                                   "already-built optimizer",
-    "mp_interval_without_counter": GENERIC_HINT + " (checkpoint_interval without step_counter)",
-    "ss_save_returns_prefix": "hint: quotes the check's temporary path",
-    "tt_lexicographic_newest": FALSE_PASS + "newest checkpoint by sorted file name (ckpt-9 after ckpt-10)",
-    "ema_attack_training_true": FALSE_PASS + "model(x, training=True) (no Dropout/BatchNorm in the fixture)",
-    "ema_attack_squeezed": FALSE_PASS + "np.squeeze of the predictions",
-    "ema_attack_all_variables": FALSE_PASS + "finalize_variable_values(model.variables) (no non-trainable state)",
-    "ema_attack_averages_in_optimizer_order": FALSE_PASS + "averages zipped with model.weights (no non-trainable "
-                                              "weights in the fixture)",
-}
+KNOWN_11: dict[str, str] = {}
 
 
 @pytest.fixture
@@ -750,11 +738,7 @@ SS_WRONG = [
 
 
 # Each ran past the 90 s watchdog (about 100 s per run, measured on this machine's 2 shared cores).
-HANGS_11 = {
-    "ss_kib": "max_shard_mib * 1024 bytes (KiB for MiB): shards smaller than a slice; over 90 s",
-    "ss_bytes_unconverted": "max_shard_mib passed as bytes (a fraction of a byte); over 90 s",
-    "ss_int_truncates_fraction": "int(max_shard_mib) * 2**20 is 0 for a fractional limit; over 90 s",
-}
+HANGS_11 = {}
 
 
 @pytest.mark.parametrize("answer", marked(SS_WRONG, KNOWN_11, HANGS_11))
