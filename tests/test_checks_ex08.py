@@ -228,7 +228,7 @@ def load_body_by_shape(model, weights_path):
 
 
 def test_load_body_accepts(capsys):
-    for answer in (load_body_reference, load_body_compare_values, load_body_as_set):
+    for answer in (load_body_reference, load_body_as_set):
         ex08.check_load_body(answer)
         assert "✔ Exercise 08.3 passed" in capsys.readouterr().out
 
@@ -237,11 +237,13 @@ def test_load_body_accepts(capsys):
     "answer, hint",
     [
         (load_body_plain, "your function raised.*skip_mismatch=True"),
-        (load_body_report_nothing, r"for a new head, you reported \[\], but the weights not loaded are"),
+        # "unchanged means not loaded": wrong when the file holds a value the model has already (issue 23)
+        (load_body_compare_values, "you reported weights that were loaded.*judge by the shapes"),
+        (load_body_report_nothing, r"for a new head, your list misses weights that were not loaded"),
         (load_body_layer_names, r"return the variables' paths \(variable.path"),
-        (load_body_everything, "for a new head, you reported"),
+        (load_body_everything, "for a new head, you reported weights that were loaded"),
         (load_body_forgets_to_load, "weights that fit were not loaded from the file"),
-        (load_body_by_shape, "for a wider middle layer, you reported"),
+        (load_body_by_shape, "for a wider middle layer, your list misses weights that were not loaded"),
     ],
 )
 def test_load_body_rejects(answer, hint):

@@ -254,7 +254,8 @@ def _dtype_cause(text: str) -> str | None:
     return None
 
 
-def _likely_cause(error: BaseException) -> str:
+def _specific_cause(error: BaseException) -> str | None:
+    """The likely cause of an error learners meet often, from its message and type; None for others."""
     text = _ANSI.sub("", f"{type(error).__name__}: {error}")
     dtype = _dtype_cause(text)
     if dtype:
@@ -266,6 +267,13 @@ def _likely_cause(error: BaseException) -> str:
         return "a key was not in the dict or map: print its keys to see the names it has."
     if isinstance(error, NotImplementedError):
         return "a library does not support that call here (this is not the exercise's stub)."
+    return None
+
+
+def _likely_cause(error: BaseException) -> str:
+    specific = _specific_cause(error)
+    if specific:
+        return specific
     if isinstance(error, AttributeError):
         return "that object has no such attribute: print type(obj) and dir(obj) to see what it has."
     if isinstance(error, TypeError):
@@ -310,16 +318,21 @@ def _learner_error_hint(error: BaseException, check_code: frozenset[CodeType]) -
     else:
         head = (f"checking what your function returned raised {name}: does it return what the "
                 "exercise asks (its type and structure)?")
-    cause = f"Likely cause: {_likely_cause(error)}"
-    budget = _HINT_MAX - len(head) - len(cause) - 2
+    # A specific cause always shows; without one, the library's own message is the best guide, so it
+    # gets the room, and the general advice for its type comes only if it still fits.
+    specific = _specific_cause(error)
+    cause = f"Likely cause: {specific or _likely_cause(error)}"
+    budget = _HINT_MAX - len(head) - 1 - (len(cause) + 1 if specific else 0)
     lines, used = [], 0
-    for text in _error_lines(error):
+    for text in _error_lines(error, max_lines=2 if specific else 3):
         room = budget - used - 3  # two spaces of indent and a line break
         if room < 20:
             break
         lines.append("  " + _shorten(text, room))
         used += len(lines[-1]) + 1
     hint = "\n".join([head, *lines, cause])
+    if len(hint) > _HINT_MAX and not specific:
+        hint = "\n".join([head, *lines])
     return hint if len(hint) <= _HINT_MAX else _shorten(hint, _HINT_MAX)
 
 
