@@ -339,10 +339,10 @@ def test_train_to_accepts(answer, capsys):
 
 
 @pytest.mark.parametrize("answer, words", [
-    (train_to_no_restore, ["ran all 9 steps again", "restore"]),
-    (train_to_range, ["should run 5 steps, it ran 9"]),
-    (train_to_save_first, ["holds step 3"]),
-    (train_to_keep_five, ["4 checkpoints", "max_to_keep=2"]),
+    (train_to_no_restore, ["ran all 12 steps again", "restore"]),
+    (train_to_range, ["should run 2 steps, it ran 12"]),
+    (train_to_save_first, ["holds step 9"]),
+    (train_to_keep_five, ["5 checkpoints", "max_to_keep=2"]),
     (train_to_no_increment, ["add 1 to `step`"]),
     (train_to_returns_manager, ["got CheckpointManager"]),
     (train_to_save_at_end, ["save after every step"]),
@@ -417,7 +417,18 @@ def ema_set_weights_only(model, optimizer, x):
     return model(x).numpy()
 
 
-@pytest.mark.parametrize("answer", [ema_reference, ema_with_clone, ema_get_set_weights])
+def ema_with_full_clone(model, optimizer, x):
+    """A clone that takes every weight (BatchNorm statistics too), then the averages for the trainable ones."""
+    averages = {v.path: v for v in optimizer.variables if v.path.endswith("_average")}
+    copy = keras.models.clone_model(model)
+    copy.set_weights(model.get_weights())
+    for variable, source in zip(copy.trainable_variables, model.trainable_variables):
+        name = source.path.replace("/", "_") + "_average"
+        variable.assign(next(a for path, a in averages.items() if path.endswith(name)))
+    return copy.predict(x, verbose=0)
+
+
+@pytest.mark.parametrize("answer", [ema_reference, ema_with_full_clone, ema_get_set_weights])
 def test_ema_predictions_accepts(answer, capsys):
     assert "Exercise 11.5 passed" in passes(ex11.check_ema_predictions, answer, capsys)
 
@@ -427,7 +438,10 @@ def test_ema_predictions_accepts(answer, capsys):
     (ema_no_swap_back, ["no longer holds its trained weights"]),
     (ema_tensor, ["NumPy array"]),
     (ema_wrong_pairing, ["match neither"]),
-    (ema_set_weights_only, ["no longer holds its trained weights"]),
+    # a fresh clone lacks the BatchNorm statistics the fixture now trains (issue 23: non-trainable state)
+    (ema_with_clone, ["match neither", "BatchNorm statistics"]),
+    # with BatchNorm in the fixture, the averages no longer cover every weight: set_weights refuses them
+    (ema_set_weights_only, ["set_weights", "expecting 8 weights"]),
 ])
 def test_ema_predictions_rejects(answer, words):
     fails(ex11.check_ema_predictions, answer, *words)
