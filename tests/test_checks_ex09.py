@@ -115,10 +115,10 @@ def test_call_serving_default_alternatives(answer, capsys):
         (hard_coded_output, r"(?s)raised KeyError in hard_coded_output.*'output_0'.*print its keys"),
         (returns_the_dict, r"returned a dict \(\['probability'\]\)"),
         (returns_a_tensor, r"returned a EagerTensor; return a NumPy array"),
-        (float64_tensor, r"(?s)raised InvalidArgumentError.*expected to be a float tensor but is a double"),
+        (float64_tensor, r"(?s)raised InvalidArgumentError.*float64 met float32"),
         (calls_the_object, r"(?s)raised TypeError in calls_the_object.*not callable"),
         (other_signature, r"not the serving_default signature's answer"),
-        (first_row_only, r"values of shape \(2,\)"),
+        (first_row_only, r"you returned shape \(2,\)"),
     ],
     ids=lambda value: getattr(value, "__name__", "hint"),
 )
@@ -222,7 +222,7 @@ def test_run_tf1_signature_alternatives(answer, capsys):
         (returns_a_list, r"returned a list; return a dict"),
         (first_output_only, r"you returned the keys \['probabilities'\]"),
         (keyed_by_tensor_name, r"you returned the keys \['net/logits:0', 'net/probs:0'\]"),
-        (feeds_only_the_first_input, r"(?s)raised InvalidArgumentError.*must feed a value for placeholder"),
+        (feeds_only_the_first_input, r"(?s)raised InvalidArgumentError.*every placeholder"),
     ],
     ids=lambda value: getattr(value, "__name__", "hint"),
 )
@@ -545,7 +545,7 @@ def test_shares_variables(capsys):
     assert "✔ Exercise 09.5 passed" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("answer", [shares_with_a_fill, shares_by_identity])
+@pytest.mark.parametrize("answer", [shares_with_a_fill])
 def test_shares_variables_alternatives(answer, capsys):
     ex09.check_shares_variables(answer)
     assert "✔ Exercise 09.5 passed" in capsys.readouterr().out
@@ -562,6 +562,8 @@ def test_shares_variables_alternatives(answer, capsys):
         (trainable_only, r"int64 step counter .* returned False"),
         (returns_a_count, r"should return True or False, got 0"),
         (shares_with_assign_add, r"adding then subtracting does not give back the same float"),
+        # `a is b` misses two Python objects over one resource (issue 23): no longer a right answer
+        (shares_by_identity, r"distinct Python objects over the same resources you returned False"),
     ],
     ids=lambda value: getattr(value, "__name__", "hint"),
 )

@@ -243,8 +243,7 @@ def _dtype_cause(text: str) -> str | None:
     """The likely cause of a dtype mismatch, from the dtypes an error message names."""
     wide, narrow = _FLOATS.search(text), re.search(r"\bfloat32\b|\bfloat\b", text)
     if wide and narrow:
-        return ("float64 met float32: NumPy makes float64 by default; cast with .astype('float32') "
-                "or tf.cast, to the dtype the spec asks.")
+        return "float64 met float32 (NumPy's default is float64): cast with .astype('float32') or tf.cast."
     if all(pattern.search(text) for pattern in _INTS):
         return ("int64 met int32: cast (tf.cast or .astype) to the integer dtype the spec asks, read "
                 "from it, not guessed.")
@@ -311,7 +310,7 @@ def _learner_error_hint(error: BaseException, check_code: frozenset[CodeType]) -
     name = type(error).__name__
     if frames:
         filename, line, function = frames[-1]
-        source = _shorten(_clean(linecache.getline(filename, line).strip()), 64)
+        source = _shorten(_clean(linecache.getline(filename, line).strip()), 56)
         where = f"in {function}()" if function != "<module>" else "in your cell"
         head = f"your code raised {name} {where}, at this line:\n    {source}" if source else (
             f"your code raised {name} {where}:")
