@@ -43,7 +43,8 @@ def test_several_regions_in_one_cell():
 
 def test_a_top_level_region_does_not_raise():
     """'Run all' must not stop at an answer cell: only a function's stub raises, when it is called."""
-    source = "def f():\n    ### BEGIN SOLUTION\n    return 1\n    ### END SOLUTION\n\n### BEGIN SOLUTION\nf = g(f)\n### END SOLUTION"
+    source = ("def f():\n    ### BEGIN SOLUTION\n    return 1\n    ### END SOLUTION\n\n"
+              "### BEGIN SOLUTION\nf = g(f)\n### END SOLUTION")
     stubbed, _ = strip_solutions(source, CODE_STUB)
     assert stubbed == "def f():\n    # YOUR CODE HERE\n    raise NotImplementedError()\n\n# YOUR CODE HERE"
 
@@ -81,7 +82,8 @@ def test_no_exercise_cell_raises_at_the_top_level(path):
                and cell.metadata.get("nbgrader", {}).get("solution")]
     assert answers, f"{path.name} has no answer cell"
     raising = {index: _top_level_raises(cell.source) for index, cell in enumerate(answers)}
-    assert not {i: lines for i, lines in raising.items() if lines}, f"answer cells that raise at the top level: {raising}"
+    raising = {i: lines for i, lines in raising.items() if lines}
+    assert not raising, f"answer cells that raise at the top level (cell: lines): {raising}"
 
 
 def test_cell_without_markers_is_unchanged():
