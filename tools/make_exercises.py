@@ -40,6 +40,9 @@ EXERCISES = ROOT / "notebooks"
 BEGIN = "### BEGIN SOLUTION"
 END = "### END SOLUTION"
 CODE_STUB = ["# YOUR CODE HERE", "raise NotImplementedError()"]
+# A region at the top level of a cell gets no `raise`: "Run all" would show a red traceback before the
+# check could say "not done yet". The stub raises only inside a function, when the function is called.
+TOP_LEVEL_CODE_STUB = ["# YOUR CODE HERE"]
 MARKDOWN_STUB = ["YOUR ANSWER HERE"]
 CHECK_TAG = "exercise-check"
 RAISES_TAG = "raises-exception"
@@ -61,6 +64,8 @@ def strip_solutions(source: str, stub: list[str]) -> tuple[str, bool]:
     Example:
         >>> strip_solutions("def f():\\n    ### BEGIN SOLUTION\\n    return 1\\n    ### END SOLUTION", CODE_STUB)
         ('def f():\\n    # YOUR CODE HERE\\n    raise NotImplementedError()', True)
+        >>> strip_solutions("### BEGIN SOLUTION\\nf = register(f)\\n### END SOLUTION", CODE_STUB)
+        ('# YOUR CODE HERE', True)
     """
     kept: list[str] = []
     inside = False
@@ -72,7 +77,9 @@ def strip_solutions(source: str, stub: list[str]) -> tuple[str, bool]:
                 raise MarkerError(f"line {number}: {BEGIN} inside another solution region")
             inside = True
             replaced = True
-            kept.extend(match["indent"] + stub_line for stub_line in stub)
+            top_level = stub == CODE_STUB and not match["indent"]
+            lines = TOP_LEVEL_CODE_STUB if top_level else stub
+            kept.extend(match["indent"] + stub_line for stub_line in lines)
         elif match and match["marker"] == END:
             if not inside:
                 raise MarkerError(f"line {number}: {END} without a {BEGIN} before it")
