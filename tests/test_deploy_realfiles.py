@@ -73,9 +73,9 @@ def test_tf215_frozen_graph_answers_as_recorded(names):
 @pytest.mark.parametrize("name", ["v1_resource", "v1_ref"])
 def test_tf215_v1_convert_variables_to_constants_loads(name):
     run = deploy.load_frozen_graph(str(V1 / f"{name}.pb"), "input_x", ["probs", "logits"])
-    probs, logits = run(np.asarray(V1_MANIFEST["input"], np.float32))
-    np.testing.assert_allclose(probs, V1_MANIFEST[name]["probs"], atol=1e-6)
-    np.testing.assert_allclose(logits, V1_MANIFEST[name]["logits"], atol=1e-6)
+    probs, logits = run(np.asarray(V1_MANIFEST["v1_ref"]["input"], np.float32))
+    np.testing.assert_allclose(probs, V1_MANIFEST[name]["output"]["probs"], atol=1e-6)
+    np.testing.assert_allclose(logits, V1_MANIFEST[name]["output"]["logits"], atol=1e-6)
 
 
 def test_tf215_v1_wrong_name_lists_candidates():
@@ -126,7 +126,7 @@ def test_compare_runtimes_on_the_tf215_files():
 
 
 def test_compare_runtimes_on_the_v1_file_runs_the_unconsumed_output():
-    table = deploy.compare_runtimes(_Recorded(V1_MANIFEST["v1_ref"]["probs"]), V1_MANIFEST["input"],
+    table = deploy.compare_runtimes(_Recorded(V1_MANIFEST["v1_ref"]["output"]["probs"]), V1_MANIFEST["v1_ref"]["input"],
                                     [V1 / "v1_ref.pb"], repeat=1)
     assert table.row("v1_ref.pb").max_difference < 1e-6
 
