@@ -41,12 +41,23 @@ class Timing:
     cells: list[tuple[int, float]] = field(default_factory=list)
 
 
+def _process_cpu(pid: int) -> float:
+    """CPU seconds of ``pid``, its waited-for children, and its live descendants (Linux)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    seconds = sum(int(value) for value in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        for child in (task / "children").read_text().split():
+            try:
+                seconds += _process_cpu(int(child))
+            except OSError:
+                pass  # it ended meanwhile
+    return seconds
+
+
 def _cpu_seconds(client: NotebookClient) -> float | None:
-    """CPU seconds of the kernel and its waited-for children (Linux), else None."""
+    """CPU seconds of the kernel and every process it started (Linux), else None."""
     try:
-        pid = client.km.provisioner.process.pid
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return sum(int(value) for value in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+        return _process_cpu(client.km.provisioner.process.pid)
     except (AttributeError, OSError, ValueError, IndexError):
         return None
 
