@@ -57,7 +57,8 @@ lab: $(STAMP)
 	$(BIN)/jupyter lab $(LAB_FLAGS) --ServerApp.root_dir=. notebooks/00_start_here.ipynb
 
 # One pytest process for everything: unit tests, doctests, every solution notebook with its
-# stored outputs compared (strict nbval), every exercise notebook run (lax: see conftest.py),
+# stored outputs compared (strict nbval), every exercise notebook tested for what differs from
+# its solution (its setup, answer and check cells: see tests/exercise_run.py),
 # spread over the machine's cores with one notebook per worker.
 test: $(STAMP)
 	$(BIN)/python -m pytest -n auto --dist loadfile $(NBVAL) tests helpers tools solutions notebooks

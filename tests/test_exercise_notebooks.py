@@ -10,6 +10,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
+sys.path.insert(0, str(ROOT / "tests"))
 
 import make_exercises  # noqa: E402
 from make_exercises import (  # noqa: E402
@@ -173,3 +174,33 @@ def test_solution_notebook_shape(path):
     assert len(checks) >= needed, f"{path.name} has {len(checks)} exercise checks, needs {needed}"
     assert len(solutions) >= len(checks), "every check has an exercise cell before it"
     assert nb.cells[0].cell_type == "markdown" and nb.cells[0].source.startswith("# "), "a title comes first"
+
+
+# --------------------------------------------------------------------------- what notebooks/ runs
+
+from exercise_run import (  # noqa: E402  (tests/exercise_run.py, the plugin that runs notebooks/)
+    EXTRA_SECTIONS,
+    TOP_LEVEL_STUBS,
+    cells_to_run,
+)
+
+
+@pytest.mark.parametrize("path", SOLUTIONS, ids=lambda p: p.stem)
+def test_exercise_run_covers_every_exercise_and_skips_only_identical_cells(path):
+    """The cells the exercise test leaves out are the solution's own, run by the strict run."""
+    solution = nbformat.read(path, as_version=4)
+    exercise = make_exercise_notebook(stamp_nbgrader(solution, path.stem))
+    chosen = cells_to_run(exercise, solution, path.stem)
+    code = [i for i, cell in enumerate(exercise.cells) if cell.cell_type == "code"]
+    assert chosen[0] == code[0], "the setup cell runs"
+    for i in code:
+        cell = exercise.cells[i]
+        if "raise NotImplementedError()" in cell.source or "exercise-check" in cell.metadata.get("tags", []):
+            assert i in chosen, f"answer or check cell {i} is not run"
+        elif i not in chosen:
+            assert cell.source == solution.cells[i].source, f"cell {i} differs and is not run"
+
+
+def test_exercise_run_exceptions_name_real_chapters():
+    stems = {path.stem for path in SOLUTIONS}
+    assert set(EXTRA_SECTIONS) <= stems and set(TOP_LEVEL_STUBS) <= stems

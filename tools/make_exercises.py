@@ -13,7 +13,8 @@ What changes between a solution and its exercise notebook:
   instructor can also run nbgrader on the same files;
 * cells that will raise in the exercise version (a stubbed cell, or a cell
   tagged ``exercise-check`` in the solution) get nbval's ``raises-exception``
-  tag, so ``pytest --nbval-lax notebooks/`` accepts the error;
+  tag, so ``pytest --nbval-lax notebooks/`` accepts the error (``make test`` checks these
+  cells more closely: tests/exercise_run.py);
 * every output and execution count is cleared.
 
 It also stamps nbgrader's cell metadata into the solutions themselves, derived
