@@ -32,6 +32,7 @@ Example:
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
 import os
@@ -528,25 +529,59 @@ def _last_json(text: str) -> dict:
 _server: subprocess.Popen | None = None
 
 
+def _fork_workers() -> bool:
+    """Whether workers are forked from the fork server (Linux) or started as fresh processes.
+
+    Forking a process that imported TensorFlow is safe on Linux only: on macOS the system
+    frameworks TensorFlow loads are not fork-safe, and Windows has no ``fork``. There, and
+    wherever ``COURSE_WORKERS=spawn`` is set, every worker is a fresh ``python`` process.
+    """
+    choice = os.environ.get("COURSE_WORKERS", "").strip().lower()
+    if choice not in ("", "fork", "spawn"):
+        raise ValueError(f"COURSE_WORKERS must be 'fork' or 'spawn', got {choice!r}")
+    return choice != "spawn" and sys.platform.startswith("linux")
+
+
+def _stop_server() -> None:
+    """End the fork server (and the workers it runs): at exit, and before starting a new one."""
+    global _server
+    server, _server = _server, None
+    if server is None or server.poll() is not None:
+        return
+    try:
+        assert server.stdin is not None
+        server.stdin.close()  # its end of file: it kills its workers and exits
+        server.wait(timeout=5)
+    except (OSError, subprocess.TimeoutExpired):
+        server.kill()
+        server.wait()
+
+
 def _fork_server() -> subprocess.Popen:
-    """The one ``helpers.resume_worker serve`` process of this process, started on first use.
+    """The one ``helpers.resume_worker serve`` process of this process, started on first use (Linux).
 
     It pays TensorFlow's import once (seconds on a small machine); each worker is then a
-    process forked from it, fresh but for the imported modules. It ends when this process does.
+    process forked from it, fresh but for the imported modules. It ends, killing the workers
+    still running, when this process exits or dies (its stdin closes, its parent changes).
     """
     global _server
     if _server is None or _server.poll() is not None:
+        _stop_server()
         _server = subprocess.Popen(
             _worker_command(["serve"]), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL, text=True, env=_worker_env(),
         )
         assert _server.stdout is not None
         if _server.stdout.readline().strip() != "ready":
+            _stop_server()
             raise RuntimeError("the worker server did not start")
     return _server
 
 
-class _Worker:
+atexit.register(_stop_server)
+
+
+class _ForkedWorker:
     """One worker process (forked by the fork server) running ``resume_worker ARGS``."""
 
     def __init__(self, args: Sequence[object]) -> None:
@@ -594,18 +629,54 @@ class _Worker:
         return "".join(chunks), code, err
 
 
+class _SpawnedWorker:
+    """One fresh ``python -m helpers.resume_worker ARGS`` process (any platform; pays the import)."""
+
+    def __init__(self, args: Sequence[object]) -> None:
+        self.args = [str(a) for a in args]
+        self.killed = False
+        self.errors = tempfile.TemporaryFile()  # a file, not a pipe: a full pipe would stall the worker
+        self.process = subprocess.Popen(_worker_command(self.args), stdout=subprocess.PIPE,
+                                        stderr=self.errors, text=True, env=_worker_env())
+        self.pid = self.process.pid
+        self.stdout = self.process.stdout
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            self.killed = True
+            self.process.kill()  # SIGKILL on POSIX, TerminateProcess on Windows
+
+    def finish(self, timeout: float) -> tuple[str, int | None, str]:
+        """Its remaining output, exit code (None if killed or timed out) and error output."""
+        try:
+            out, _ = self.process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            out, _ = self.process.communicate()
+        self.errors.seek(0)
+        err = self.errors.read().decode(errors="replace")
+        self.errors.close()
+        return out or "", None if self.killed else self.process.returncode, err
+
+
+def _start_worker(args: Sequence[object]) -> _ForkedWorker | _SpawnedWorker:
+    """A worker running ``resume_worker ARGS``: forked on Linux, a fresh process elsewhere."""
+    return _ForkedWorker(args) if _fork_workers() else _SpawnedWorker(args)
+
+
 def run_worker(*args: object, timeout: float = 120) -> dict:
     """Run ``python -m helpers.resume_worker ARGS`` in a fresh process; its JSON result.
 
-    The process is forked from a server that has imported TensorFlow once, so it starts in
-    milliseconds, with no TensorFlow state of its own. Raises ``RuntimeError`` with the end of
+    On Linux the process is forked from a server that has imported TensorFlow once, so it
+    starts in milliseconds, with no TensorFlow state of its own; elsewhere (or with
+    ``COURSE_WORKERS=spawn``) it is a new interpreter. Raises ``RuntimeError`` with the end of
     the worker's error output if it fails.
 
     Example:
         >>> run_worker("train", "--dir", "run", "--steps", 8)["step"]   # doctest: +SKIP
         8
     """
-    worker = _Worker(args)
+    worker = _start_worker(args)
     out, code, err = worker.finish(timeout)
     if code != 0:
         what = f"failed with code {code}" if code is not None else f"did not end within {timeout} s"
@@ -642,7 +713,7 @@ def crash_and_resume(
     rows = []
     for attempt in range(1, kills + 1):
         mode = "naive" if naive else "train"
-        process = _Worker([mode, "--dir", folder, "--steps", steps, "--width", width, "--announce"])
+        process = _start_worker([mode, "--dir", folder, "--steps", steps, "--width", width, "--announce"])
         saves_to_wait = rng.randint(2, 4)  # the first save of a start completes
         between = rng.random() < 1 / 3
         delay = rng.uniform(0.0, 0.04)
@@ -703,7 +774,7 @@ def run_two_workers(directory: str | os.PathLike, steps: int = 6, timeout: float
     folder = os.fspath(directory)
     ports = ",".join(map(str, free_ports(2)))
     processes = [
-        _Worker(["multiworker", "--dir", folder, "--steps", steps, "--index", index, "--ports", ports])
+        _start_worker(["multiworker", "--dir", folder, "--steps", steps, "--index", index, "--ports", ports])
         for index in (0, 1)
     ]
     reports = []

@@ -7,9 +7,10 @@ Modes (each prints one JSON line at the end):
 * ``naive``: the same run saved the naive way, NumPy files written in place;
 * ``multiworker``: one of two ``MultiWorkerMirroredStrategy`` workers on 127.0.0.1.
 
-``python -m helpers.resume_worker serve`` is the fork server ``helpers.resume`` starts once: it
-imports TensorFlow and Keras (what takes a new process seconds), creates no TensorFlow state,
-then forks one fresh child process per job it reads on stdin (see ``serve``).
+``python -m helpers.resume_worker serve`` is the fork server ``helpers.resume`` starts once on
+Linux: it imports TensorFlow and Keras (what takes a new process seconds), creates no TensorFlow
+state, then forks one fresh child process per job it reads on stdin (see ``serve``). On macOS and
+Windows (or with ``COURSE_WORKERS=spawn``) each worker is a new ``python -m helpers.resume_worker``.
 
 ``build_run`` is importable, so the notebook builds the very same run in its own process.
 """
@@ -240,8 +241,27 @@ def _multiworker(args: argparse.Namespace) -> dict:
     }
 
 
+def _die_with_parent() -> None:
+    """In a forked child (Linux): be killed when the server dies, however it dies."""
+    import ctypes
+    import signal
+
+    server = os.getppid()
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL))  # 1: PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass  # the server still kills its children when it ends
+    if os.getppid() != server:  # it died before the line above
+        os._exit(1)
+
+
 def _run_job(job: dict) -> None:
     """In a forked child: write to the job's files, run ``main(job["args"])``, exit with its code."""
+    import signal
+
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # the server's handler would reap our children
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})
+    _die_with_parent()
     out = os.open(job["out"], os.O_WRONLY)  # first: the parent waits for this end to open
     err = os.open(job["err"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     os.dup2(out, 1)
@@ -266,15 +286,19 @@ def _run_job(job: dict) -> None:
 
 
 def serve() -> None:
-    """Import TensorFlow once, then fork a fresh process for each job line read on stdin.
+    """Import TensorFlow once, then fork a fresh process for each job line read on stdin (Linux).
 
     A job is a JSON line ``{"args": [...], "cwd": DIR, "out": FIFO, "err": FILE, "code": FILE}``; the
     server answers ``pid N`` with the child's process id and goes on reading, so children run
     side by side. A child's stdout goes to the FIFO, its stderr to ``err``, and its exit code to
-    ``code``. The server exits when stdin closes (its parent ended). Each child starts from the
-    imported modules alone: no model, variable or TensorFlow runtime exists before the fork.
+    ``code``. Each child starts from the imported modules alone: no model, variable or
+    TensorFlow runtime exists before the fork. The server kills the children still running and
+    exits when its stdin closes or its parent process ends (checked every second), and each
+    child is killed if the server dies: nothing outlives the notebook's kernel.
     """
+    import select
     import signal
+    import warnings
 
     import keras  # noqa: F401: imported before the fork, so that no child pays for it
     import numpy  # noqa: F401
@@ -282,22 +306,47 @@ def serve() -> None:
 
     import helpers.resume  # noqa: F401
 
+    # Python 3.12+ warns at each fork of a process with threads (TensorFlow's); the server forks
+    # before any TensorFlow runtime exists, and its stderr goes nowhere: keep the warning out anyway
+    warnings.filterwarnings("ignore", message=r".*use of fork\(\) may lead to deadlocks",
+                            category=DeprecationWarning)
+    parent, live = os.getppid(), set()
+
     def reap(signum, frame):  # so that the children's CPU time counts as the server's
         try:
-            while os.waitpid(-1, os.WNOHANG)[0]:
-                pass
+            while (pid := os.waitpid(-1, os.WNOHANG)[0]):
+                live.discard(pid)
         except ChildProcessError:
             pass
 
     signal.signal(signal.SIGCHLD, reap)
     print("ready", flush=True)
-    for line in sys.stdin:
-        job = json.loads(line)
-        sys.stdout.flush()
-        pid = os.fork()
-        if pid == 0:
-            _run_job(job)
-        print(f"pid {pid}", flush=True)
+    pending = b""
+    try:
+        while os.getppid() == parent:
+            if not select.select([0], [], [], 1.0)[0]:
+                continue
+            chunk = os.read(0, 65536)
+            if not chunk:
+                break  # stdin closed: the parent ended
+            pending += chunk
+            while b"\n" in pending:
+                line, pending = pending.split(b"\n", 1)
+                job = json.loads(line)
+                sys.stdout.flush()
+                signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})  # reap after live.add
+                pid = os.fork()
+                if pid == 0:
+                    _run_job(job)
+                live.add(pid)
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})
+                print(f"pid {pid}", flush=True)
+    finally:
+        for pid in list(live):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -47,13 +47,6 @@ EXTRA_SECTIONS: dict[str, tuple[str, ...]] = {
     "00_start_here": ("## 3. Your environment", "## 9. How errors and checks are shown"),
 }
 
-# Answer cells known to raise at the top level, by chapter and the first line of the cell: the
-# stub there is a statement, not a function body (a learner's "Run all" stops at that cell).
-# Each is a defect to fix in its chapter; the check cell after it must still say "not done".
-TOP_LEVEL_STUBS: dict[str, tuple[str, ...]] = {
-    "08_keras_files": ("class Clip(keras.layers.Layer):",),  # registering the class
-}
-
 CELL_TIMEOUT_S = 600
 
 
@@ -176,8 +169,7 @@ class ExerciseNotebookItem(pytest.Item):
                 continue
             if i not in chosen and cell.source != solution.cells[i].source:
                 problems.append(f"cell {i} differs from the solution's and is not run")
-            known = cell.source.splitlines()[0] in TOP_LEVEL_STUBS.get(name, ())
-            if _is_stub_cell(cell) and not known:
+            if _is_stub_cell(cell):
                 for line in stubs_outside_functions(cell.source):
                     problems.append(f"cell {i}: the stub on line {line} is outside a function, "
                                     "so it raises as soon as the cell runs")
@@ -206,9 +198,6 @@ class ExerciseNotebookItem(pytest.Item):
                     got = ", ".join(f"{out.ename}: {out.evalue}" for out in errors) or "no error"
                     problems.append(f"check cell {i} should report the untouched stub as not done "
                                     f"({NOT_DONE}); it gave {got}")
-            elif (errors and [out.ename for out in errors] == ["NotImplementedError"]
-                  and cell.source.splitlines()[0] in TOP_LEVEL_STUBS.get(name, ())):
-                continue
             elif errors:
                 what = "answer cell" if _is_stub_cell(cell) else "cell"
                 problems.append(f"{what} {i} raised {errors[0].ename}: {errors[0].evalue}\n"

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import keras
@@ -12,6 +16,7 @@ import tensorflow as tf
 
 from helpers.resume_worker import build_run, naive_audit
 from helpers.errors import NotACheckpointError
+from helpers import resume
 from helpers.resume import (
     TrainingStateError,
     audit_checkpoint_folder,
@@ -306,9 +311,95 @@ def test_audit_other_machines_paths_and_leftovers(tmp_path):
 # --------------------------------------------------------------------------- processes
 
 
-def test_run_worker_failure_names_the_error(tmp_path):
-    with pytest.raises(RuntimeError, match="failed with code"):
+LINUX = sys.platform.startswith("linux")
+# the two ways a worker starts: forked from the fork server (Linux), or a fresh interpreter (elsewhere)
+MODES = [pytest.param("fork", marks=pytest.mark.skipif(not LINUX, reason="the fork server is Linux only")),
+         "spawn"]
+
+
+@pytest.fixture
+def workers(request, monkeypatch):
+    """Run this test's workers the way named by the parameter (COURSE_WORKERS)."""
+    monkeypatch.setenv("COURSE_WORKERS", request.param)
+    return request.param
+
+
+def test_worker_mode_follows_platform_and_variable(monkeypatch):
+    monkeypatch.delenv("COURSE_WORKERS", raising=False)
+    assert resume._fork_workers() == LINUX
+    for platform in ("darwin", "win32"):  # fork after importing TensorFlow: unsafe, or no fork at all
+        monkeypatch.setattr(sys, "platform", platform)
+        assert not resume._fork_workers()
+    monkeypatch.setattr(sys, "platform", "linux")
+    assert resume._fork_workers()
+    monkeypatch.setenv("COURSE_WORKERS", "spawn")
+    assert not resume._fork_workers()
+    monkeypatch.setenv("COURSE_WORKERS", "threads")
+    with pytest.raises(ValueError, match="COURSE_WORKERS"):
+        resume._fork_workers()
+
+
+@pytest.mark.parametrize("workers", MODES, indirect=True)
+def test_run_worker_failure_names_the_error(tmp_path, workers):
+    with pytest.raises(RuntimeError, match="(?s)failed with code 2:.*--dir"):
         run_worker("train", "--steps", 1)  # --dir missing
+
+
+@pytest.mark.skipif(not LINUX, reason="the fork server is Linux only")
+def test_forked_and_spawned_workers_reach_the_same_state(tmp_path, monkeypatch):
+    """The same job gives bit-identical state whether its process was forked or started fresh."""
+    digests = {}
+    for mode in ("fork", "spawn"):
+        monkeypatch.setenv("COURSE_WORKERS", mode)
+        report = run_worker("train", "--dir", tmp_path / mode, "--steps", 5, "--stop-at", 3, "--width", 16)
+        assert report["step"] == 3
+        digests[mode] = run_worker("train", "--dir", tmp_path / mode, "--steps", 5, "--width", 16)["digest"]
+    assert digests["fork"] == digests["spawn"]
+
+
+@pytest.mark.parametrize("workers", MODES, indirect=True)
+def test_crash_and_resume_either_way(tmp_path, workers):
+    folder = tmp_path / "crashy"
+    rows = crash_and_resume(folder, kills=1, seed=1, steps=8, width=16, timeout=180)
+    assert rows[0]["latest"] is not None and rows[0]["latest_loads"], rows
+    assert run_worker("train", "--dir", folder, "--steps", 8, "--width", 16)["step"] == 8
+
+
+_PARENT = """
+import os, signal, sys
+from helpers import resume
+os.environ["COURSE_WORKERS"] = "fork"
+worker = resume._start_worker(["train", "--dir", sys.argv[1], "--steps", 100000, "--announce"])
+assert worker.stdout.readline().startswith("saving")  # the worker is training
+print(resume._server.pid, worker.pid, flush=True)
+if sys.argv[2] == "kill":
+    os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def _gone(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return True
+    return state in ("Z", "X")  # dead, waiting to be reaped
+
+
+@pytest.mark.skipif(not LINUX, reason="the fork server is Linux only")
+@pytest.mark.parametrize("end", ["exit", "kill"])
+def test_fork_server_and_its_workers_end_with_their_parent(tmp_path, end):
+    """A kernel that exits, or is killed, leaves neither the server nor a running worker behind."""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent),
+           "PYTHONWARNINGS": "error::DeprecationWarning", "TF_CPP_MIN_LOG_LEVEL": "3"}
+    done = subprocess.run([sys.executable, "-c", _PARENT, str(tmp_path / "run"), end], env=env,
+                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert done.returncode == (-signal.SIGKILL if end == "kill" else 0), done.stderr[-2000:]
+    assert "DeprecationWarning" not in done.stderr  # Python 3.12+ warns at a fork with threads
+    pids = [int(word) for word in done.stdout.split()]
+    deadline = time.monotonic() + 30
+    while not all(_gone(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert all(_gone(pid) for pid in pids), pids
 
 
 def test_kill_during_save_leaves_a_loadable_checkpoint(tmp_path):
