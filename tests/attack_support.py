@@ -1,70 +1,47 @@
-"""Shared tools of the answers written from the prompts alone (VERIFY.md part 2).
+"""The lenient runner of the answers written from the prompts alone (VERIFY.md part 2).
 
-``rejects`` runs a check on a wrong answer and asserts that it is refused with a
-``CheckFailed`` (a ``LearnerCodeError`` counts only where the answer's own code
-is expected to raise); ``passes`` runs it on a correct alternative and asserts
-the tick. Both run under a watchdog (``WATCHDOG_S``): pytest-timeout is not
-installed, so a ``SIGALRM`` raises a ``BaseException`` that no check catches.
-Set ``ATTACK_LOG=/some/file.jsonl`` to record every verdict with its hint and
-time (for the verifier's report); nothing is written otherwise.
+Built on ``tests.attack_harness`` (one watchdog, one log): ``rejects`` runs a check on a wrong
+answer and asserts that it is refused with a ``CheckFailed`` (a ``LearnerCodeError`` counts only
+where the answer's own code is expected to raise, ``may_raise=True``); ``passes`` runs it on a
+correct alternative and asserts the tick; ``cases`` turns answers into pytest parameters, with
+the known holes of today's check marked. ``tests.attack_harness.rejected`` is the strict form,
+which also holds the hint to the course's rules (length, colour codes, paths).
 """
 
 from __future__ import annotations
 
-import json
-import os
-import signal
-import time
 from typing import Any, Callable
 
 from helpers.checks import CheckFailed, LearnerCodeError
+from tests.attack_harness import CheckRanTooLong, _log, _name, _outcome, marked, watchdog
 
 WATCHDOG_S = 60
 
 
-class WatchdogExpired(BaseException):
-    """A check ran longer than the watchdog allows (not an Exception, so no check can catch it)."""
-
-
-def _on_alarm(signum: int, frame: Any) -> None:
-    raise WatchdogExpired(f"over {WATCHDOG_S} s")
-
-
 def _run(check: Callable[..., Any], answer: Callable[..., Any]) -> tuple[BaseException | None, float]:
-    previous = signal.signal(signal.SIGALRM, _on_alarm)
-    signal.alarm(WATCHDOG_S)
+    import time
+
     start = time.perf_counter()
-    try:
-        check(answer)
-    except CheckFailed as failure:
-        return failure, time.perf_counter() - start
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
+    with watchdog(WATCHDOG_S):
+        try:
+            check(answer)
+        except CheckFailed as failure:
+            return failure, time.perf_counter() - start
     return None, time.perf_counter() - start
 
 
-def _log(exercise: str, name: str, kind: str, outcome: BaseException | None, seconds: float) -> None:
-    path = os.environ.get("ATTACK_LOG")
-    if not path:
-        return
-    record = {
-        "exercise": exercise,
-        "answer": name,
-        "kind": kind,
-        "outcome": type(outcome).__name__ if outcome is not None else "passed",
-        "message": str(outcome) if outcome is not None else "",
-        "seconds": round(seconds, 2),
-    }
-    with open(path, "a", encoding="utf-8") as log:
-        log.write(json.dumps(record) + "\n")
+def _record(check: Callable[..., Any], answer: Any, kind: str, outcome: BaseException | None,
+            seconds: float) -> None:
+    _log({"check": getattr(check, "__name__", "?"), "answer": _name(answer), "kind": kind,
+          "outcome": _outcome(outcome), "elapsed": round(seconds, 2),
+          "hint": str(outcome)[:600] if outcome is not None else ""})
 
 
 def rejects(check: Callable[..., Any], answer: Callable[..., Any], *, may_raise: bool = False) -> str:
     """Assert that ``check`` refuses ``answer``; return the hint."""
     outcome, seconds = _run(check, answer)
+    _record(check, answer, "wrong", outcome, seconds)
     exercise = getattr(check, "__name__", "?")
-    _log(exercise, getattr(answer, "__name__", "?"), "wrong", outcome, seconds)
     assert outcome is not None, f"{exercise} accepted the wrong answer {answer.__name__}"
     if not may_raise:
         assert not isinstance(outcome, LearnerCodeError), f"raw error instead of a hint: {outcome}"
@@ -74,7 +51,7 @@ def rejects(check: Callable[..., Any], answer: Callable[..., Any], *, may_raise:
 def passes(check: Callable[..., Any], answer: Callable[..., Any]) -> None:
     """Assert that ``check`` accepts ``answer``."""
     outcome, seconds = _run(check, answer)
-    _log(getattr(check, "__name__", "?"), getattr(answer, "__name__", "?"), "right", outcome, seconds)
+    _record(check, answer, "right", outcome, seconds)
     assert outcome is None, f"rejected a correct answer: {outcome}"
 
 
@@ -83,16 +60,9 @@ def cases(answers: list[Callable[..., Any]], holes: dict[str, str]) -> list[Any]
 
     A reason starting with "hangs" marks the answer skipped instead.
     """
-    import pytest
+    hangs = {name: reason for name, reason in holes.items() if reason.startswith("hangs")}
+    known = {name: reason for name, reason in holes.items() if name not in hangs}
+    return marked(answers, known, {name: reason.removeprefix("hangs: ") for name, reason in hangs.items()})
 
-    params = []
-    for answer in answers:
-        reason = holes.get(answer.__name__)
-        if reason is None:
-            marks = ()
-        elif reason.startswith("hangs"):
-            marks = (pytest.mark.skip(reason=reason),)
-        else:
-            marks = (pytest.mark.xfail(strict=True, reason=reason),)
-        params.append(pytest.param(answer, marks=marks, id=answer.__name__))
-    return params
+
+__all__ = ["CheckRanTooLong", "cases", "passes", "rejects"]
