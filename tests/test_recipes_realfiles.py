@@ -9,9 +9,9 @@ owned_variables), helpers.saved_models (describe_saved_model, unregistered_ops),
 They are fed every stored artifact they claim to read (tests/data: tf212..tf215, pypi-*), always
 copies, damaged copies (truncated, bit-flipped, renamed, a missing file or asset, a read-only
 folder), odd paths (``run[1]``, ``a*b``, spaces, unicode) and existing output paths; the
-graph-mode recipes also get TF1 graphs that TensorFlow 2.15.1 wrote (``TF215_GRAPH_SCRIPT``
-below, run in /work/venv-tf215 when it exists: moving averages, placeholder_with_default
-flags, a Saver checkpoint). Each outcome must be: values equal to the writer's (tolerance
+graph-mode recipes also get TF1 graphs that TensorFlow 2.15.1 wrote (tests/data/tf215-graph,
+made by its make_fixtures.py: moving averages, placeholder_with_default flags, a Saver
+checkpoint). Each outcome must be: values equal to the writer's (tolerance
 ATOL), or a clear error from the course's code naming the problem and a route, and the route
 is run. Never a wrong answer without an error, a model half-changed (every model and optimizer
 variable compared), a changed input file (every file hashed), or a raw library error.
@@ -840,75 +840,8 @@ def test_audit_checkpoint_folder_refuses_a_file(real):
 
 # --------------------------------------------------------------------------- graph mode: files TF 2.15.1 wrote
 
-TF215_PYTHON = Path("/work/venv-tf215/bin/python")
-TF215_GRAPH_SCRIPT = r'''
-"""Write TF1-style graph files with TensorFlow 2.15.1 (run with /work/venv-tf215/bin/python).
-
-Usage: python make_tf1_graph.py OUT_DIR
-Writes OUT_DIR/graph/model (Saver checkpoint + .meta) of a graph with scopes `online` and
-`target` (each: dense w,b -> BatchNorm-like moving_mean/moving_variance (non-trainable) ->
-relu -> dense w2,b2), flags `is_training` and `keep_prob` (placeholder_with_default),
-Adam on `online` only (slots online/.../Adam), a global_step; trained 3 steps so that
-online and target differ and the moving averages moved. OUT_DIR/graph/expected.json holds
-the input and the outputs TF 2.15.1 computed (inference and training flags).
-"""
-import json, os, sys
-import numpy as np
-import tensorflow as tf
-
-out = os.path.join(sys.argv[1], "graph")
-os.makedirs(out, exist_ok=True)
-v1 = tf.compat.v1
-g = tf.Graph()
-with g.as_default():
-    v1.set_random_seed(7)
-    x = v1.placeholder(tf.float32, [None, 4], name="x")
-    y_true = v1.placeholder(tf.float32, [None, 2], name="y")
-    is_training = v1.placeholder_with_default(False, [], name="is_training")
-    keep_prob = v1.placeholder_with_default(1.0, [], name="keep_prob")
-    outs, updates = {}, []
-    for scope in ("online", "target"):
-        with v1.variable_scope(scope):
-            w = v1.get_variable("dense/kernel", [4, 5])
-            b = v1.get_variable("dense/bias", [5], initializer=v1.zeros_initializer())
-            h = tf.matmul(x, w) + b
-            mean = v1.get_variable("bn/moving_mean", [5], initializer=v1.zeros_initializer(), trainable=False)
-            var = v1.get_variable("bn/moving_variance", [5], initializer=v1.ones_initializer(), trainable=False)
-            bm, bv = tf.nn.moments(h, [0])
-            m, s = tf.cond(is_training, lambda: (bm, bv), lambda: (tf.identity(mean), tf.identity(var)))
-            if scope == "online":
-                updates += [v1.assign(mean, 0.9 * mean + 0.1 * bm), v1.assign(var, 0.9 * var + 0.1 * bv)]
-            h = tf.nn.relu((h - m) / tf.sqrt(s + 1e-3))
-            h = tf.nn.dropout(h, rate=1.0 - keep_prob)
-            w2 = v1.get_variable("out/kernel", [5, 2])
-            b2 = v1.get_variable("out/bias", [2], initializer=v1.constant_initializer(0.1))
-            outs[scope] = tf.identity(tf.matmul(h, w2) + b2, name="logits")
-    loss = tf.reduce_mean(tf.square(outs["online"] - y_true))
-    step = v1.train.get_or_create_global_step()
-    with tf.control_dependencies(updates):
-        train = v1.train.AdamOptimizer(0.05).minimize(loss, global_step=step,
-                                                    var_list=v1.trainable_variables("online/"))
-    saver = v1.train.Saver()
-    rng = np.random.RandomState(0)
-    xs, ys = rng.randn(8, 4).astype("float32"), rng.randn(8, 2).astype("float32")
-    probe = rng.randn(3, 4).astype("float32")
-    with v1.Session() as sess:
-        sess.run(v1.global_variables_initializer())
-        for _ in range(3):
-            sess.run(train, {x: xs, y_true: ys, is_training: True})
-        prefix = saver.save(sess, os.path.join(out, "model"))
-        result = {
-            "input": probe.tolist(),
-            "online_inference": sess.run(outs["online"], {x: probe}).tolist(),
-            "target_inference": sess.run(outs["target"], {x: probe}).tolist(),
-            "online_training_flag": sess.run(outs["online"], {x: probe, is_training: True}).tolist(),
-            "values": {v.op.name: sess.run(v).tolist() for v in v1.global_variables()},
-            "written_by": f"tensorflow {tf.__version__}",
-        }
-with open(os.path.join(out, "expected.json"), "w") as f:
-    json.dump(result, f)
-print(prefix, sorted(result["values"]))
-'''
+# TensorFlow 2.15.1 wrote them (tests/data/tf215-graph/make_fixtures.py, run in its own venv; README there):
+# moving averages, placeholder_with_default flags, Adam slots on one scope, a Saver checkpoint.
 
 from helpers.cloning import clone_subgraph  # noqa: E402
 from helpers.ensembles import VectorizedEnsemble  # noqa: E402
@@ -920,16 +853,8 @@ V1 = tf.compat.v1
 
 @pytest.fixture(scope="module")
 def tf215_graph(tmp_path_factory):
-    """TF 2.15.1 writes the TF1 graph files (about 10 s); skipped where its venv is absent."""
-    if not TF215_PYTHON.is_file():
-        pytest.skip("no TensorFlow 2.15.1 venv to write TF1 graph files")
-    root = tmp_path_factory.mktemp("tf215graph")
-    script = root / "make_tf1_graph.py"
-    script.write_text(TF215_GRAPH_SCRIPT)
-    done = subprocess.run([str(TF215_PYTHON), str(script), str(root)], capture_output=True, text=True,
-                          timeout=300, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
-    assert done.returncode == 0, done.stderr[-2000:]
-    folder = root / "graph"
+    """A copy of the TF1 graph files TF 2.15.1 wrote (tests/data/tf215-graph), and what it computed."""
+    folder = copy_real("tf215-graph", "graph", tmp_path_factory.mktemp("tf215graph")).parent
     return folder, json.loads((folder / "expected.json").read_text())
 
 
