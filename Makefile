@@ -57,9 +57,11 @@ lab: $(STAMP)
 	$(BIN)/jupyter lab $(LAB_FLAGS) --ServerApp.root_dir=. notebooks/00_start_here.ipynb
 
 # One pytest process for everything: unit tests, doctests, every solution notebook with its
-# stored outputs compared (strict nbval), every exercise notebook run (lax: see conftest.py),
+# stored outputs compared (strict nbval), every exercise notebook tested for what differs from
+# its solution (its setup, answer and check cells: see tests/exercise_run.py),
 # spread over the machine's cores with one notebook per worker.
-test: $(STAMP)
+# uv: tests/test_binder.py resolves binder/requirements.txt with it.
+test: $(STAMP) $(UV)
 	$(BIN)/python -m pytest -n auto --dist loadfile $(NBVAL) tests helpers tools solutions notebooks
 
 test-units: $(STAMP)
@@ -102,6 +104,7 @@ lock: $(UV)
 	UV_PYTHON_DOWNLOADS=never $(UV) pip compile --quiet --universal --python-version 3.11 \
 		--no-header --no-annotate requirements.txt -o build/lock.body
 	cat build/lock.header build/lock.body > requirements.lock
+	{ grep '^#' binder/requirements.txt; cat build/lock.body; } > build/binder.txt && mv build/binder.txt binder/requirements.txt
 	rm -f build/lock.header build/lock.body
 
 # Every supported Python present here other than the one running the tests: resolve the lock

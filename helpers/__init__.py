@@ -21,4 +21,5 @@ Importing ``helpers`` does not import TensorFlow, so ``helpers.notebook`` can
 set TensorFlow's logging options before TensorFlow loads.
 """
 
-__version__ = "0.1.0"
+# The release, equal to pyproject.toml's version (tests/test_address.py checks).
+__version__ = "0.2.0"

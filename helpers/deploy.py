@@ -385,7 +385,11 @@ def _has_tensor(graph: tf.Graph, name: str) -> bool:
 def model_file_kind(path: str | os.PathLike) -> str:
     """Which of the runtimes ``compare_runtimes`` knows reads ``path``: one of ``KINDS``.
 
-    Raises ``NotAModelFileError`` for a missing file or one of another kind.
+    Raises ``NotAModelFileError`` for a missing file or one of another kind. A file
+    tagged ``TFL3`` is LiteRT only if LiteRT's interpreter accepts it (its
+    flatbuffer verifies and its tensors allocate): a truncated ``.tflite`` is
+    refused. A flipped bit inside weight bytes passes every such check (none of
+    these formats holds a checksum): keep a hash of the file to detect that.
 
     Example:
         >>> model_file_kind("surely/not/here.onnx")
@@ -401,17 +405,30 @@ def model_file_kind(path: str | os.PathLike) -> str:
             return KINDS[0]
         raise NotAModelFileError(text, f"a folder without saved_model.pb; known kinds: {', '.join(KINDS)}")
     with open(text, "rb") as file:
-        head = file.read(8)
-    if head[4:8] == b"TFL3":
-        return KINDS[2]
-    with open(text, "rb") as file:
         data = file.read()
+    if data[4:8] == b"TFL3":
+        _litert_interpreter(text, data)
+        return KINDS[2]
     if _is_onnx(data):
         return KINDS[3]
     if not _sniff(data) and _looks_like_graph_def(data):
         return KINDS[1]
     raise NotAModelFileError(text, f"not a kind this recipe runs (known kinds: {', '.join(KINDS)}); "
-                                   "a truncated or damaged file reads as none of them")
+                                   "a truncated or damaged .pb or .onnx that no longer parses reads as none")
+
+
+def _litert_interpreter(path: str, data: bytes) -> Any:
+    """LiteRT's interpreter for ``data``, its tensors allocated; a damaged file raises ``NotAModelFileError``."""
+    from ai_edge_litert.interpreter import Interpreter
+
+    try:
+        with quietly():
+            interpreter = Interpreter(model_content=data)
+            interpreter.allocate_tensors()
+    except (ValueError, RuntimeError) as error:  # "not a valid Flatbuffer buffer", bad tensor indices
+        raise NotAModelFileError(path, "a LiteRT file that LiteRT refuses (truncated or damaged): "
+                                       f"{str(error).splitlines()[0]}") from None
+    return interpreter
 
 
 def _looks_like_graph_def(data: bytes) -> bool:
@@ -465,16 +482,22 @@ def _runner(path: str, kind: str, batch: np.ndarray) -> Callable[[], np.ndarray]
         function = load_frozen_graph(path, inputs, outputs)
         return lambda: function(batch)
     if kind == KINDS[2]:
-        from ai_edge_litert.interpreter import Interpreter
-
-        with quietly():
-            interpreter = Interpreter(model_path=path)
-            (detail,) = interpreter.get_input_details()
-            if detail["dtype"] != batch.dtype:
-                raise StructureMismatchError(f"{path!r} takes {np.dtype(detail['dtype']).name} input "
-                                             "(a fully integer model?); compare_runtimes feeds float32")
-            interpreter.resize_tensor_input(detail["index"], batch.shape)
-            interpreter.allocate_tensors()
+        with open(path, "rb") as file:
+            interpreter = _litert_interpreter(path, file.read())
+        details = interpreter.get_input_details()
+        if len(details) != 1:
+            raise StructureMismatchError(f"{path!r} takes {len(details)} inputs; compare_runtimes runs one")
+        (detail,) = details
+        if detail["dtype"] != batch.dtype:
+            raise StructureMismatchError(f"{path!r} takes {np.dtype(detail['dtype']).name} input "
+                                         "(a fully integer model?); compare_runtimes feeds float32")
+        try:
+            with quietly():
+                interpreter.resize_tensor_input(detail["index"], batch.shape)
+                interpreter.allocate_tensors()
+        except (ValueError, RuntimeError) as error:
+            raise NotAModelFileError(path, "a LiteRT file that does not run on this batch (damaged?): "
+                                           f"{str(error).splitlines()[0]}") from None
         output = interpreter.get_output_details()[0]["index"]
 
         def run_litert() -> np.ndarray:
@@ -576,8 +599,14 @@ def compare_runtimes(model: Any, inputs: Any, files: Sequence[str | os.PathLike]
     differences = {"Keras model": 0.0}
     for label, path, kind in kinds:
         runner = _runner(path, kind, batch)
-        with quietly():
-            got = np.asarray(runner())
+        try:
+            with quietly():
+                got = np.asarray(runner())
+        except RuntimeError as error:  # LiteRT's invoke on a damaged file
+            if kind != KINDS[2]:
+                raise
+            raise NotAModelFileError(path, "a LiteRT file that fails to run (damaged?): "
+                                           f"{str(error).splitlines()[0]}") from None
         if got.shape != expected.shape:
             raise StructureMismatchError(f"{label!r} answers with shape {got.shape}, the model with "
                                          f"{expected.shape}: is it a conversion of this model?")

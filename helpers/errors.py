@@ -18,7 +18,8 @@ NotAKerasFileError`` works as well).
 * ``WouldOverwriteError``, ``NotWritableError``, ``SignatureNotFoundError``, ``ModelNotBuiltError``,
   ``LegacyModelError`` (a Keras 2 configuration Keras 3 cannot rebuild),
   ``NotAModelFileError`` (a subclass of ``NotACheckpointError``), ``TensorNotFoundError``
-  and ``FreezeError`` (a model to run without TensorFlow, chapter 14);
+  and ``FreezeError`` (a model to run without TensorFlow, chapter 14),
+  ``Keras2ExportError`` (a Keras 3 model that cannot be written for Keras 2 as asked);
 * ``VerificationError`` (advice of ``helpers.identify`` that did not load the file).
 """
 
@@ -533,3 +534,25 @@ class VerificationError(ValueError):
     def __init__(self, path: str | os.PathLike, reason: str) -> None:
         self.path, self.reason = os.fsdecode(path), reason
         super().__init__(f"could not load {self.path!r} with the advised code: {reason}")
+
+
+class Keras2ExportError(ValueError):
+    """A Keras 3 model cannot be written for Keras 2 as asked; says which layer and argument, and what works.
+
+    ``problems`` holds one line per layer; ``route`` is what to do instead.
+
+    Example:
+        >>> raise Keras2ExportError(["layer 'dense' (Dense): lora_rank=4 has no Keras 2 equivalent"],
+        ...                         route="pass architecture=False")
+        Traceback (most recent call last):
+        ...
+        helpers.errors.Keras2ExportError: Keras 2 cannot rebuild this Keras 3 model:
+          layer 'dense' (Dense): lora_rank=4 has no Keras 2 equivalent
+          route: pass architecture=False
+    """
+
+    def __init__(self, problems: Iterable[str], route: str) -> None:
+        self.problems = list(problems)
+        self.route = route
+        lines = ["Keras 2 cannot rebuild this Keras 3 model:"] + [f"  {problem}" for problem in self.problems]
+        super().__init__("\n".join(lines + [f"  route: {route}"]))

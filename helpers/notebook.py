@@ -127,8 +127,58 @@ def _process_is_running(pid: int) -> bool:
     return True
 
 
+# Packages the course's install replaces in Colab: one already imported in the running kernel
+# keeps its old version in memory until the runtime restarts.
+_REPLACED_BY_INSTALL = {"tensorflow": "tensorflow", "keras": "keras", "numpy": "numpy", "h5py": "h5py",
+                        "matplotlib": "matplotlib", "ml_dtypes": "ml-dtypes", "tf_keras": "tf-keras"}
+RESTART_MESSAGE = ("Restart the runtime now (Colab: Runtime > Restart session), then run the notebook "
+                   "from the top: {names} changed on disk while the old version is loaded.")
+
+
+def in_colab() -> bool:
+    """Whether this kernel runs in Google Colab.
+
+    Example:
+        >>> in_colab()
+        False
+    """
+    return "google.colab" in sys.modules
+
+
+def restart_needed() -> str | None:
+    """A message saying the runtime must restart, or None when every loaded package is the installed one.
+
+    After the first cell of a notebook installs the course in Colab, a package that was already
+    imported (NumPy, TensorFlow...) stays at its old version in memory: only a restart loads the new
+    one. Outside Colab this is always None in practice (nothing is installed behind your back).
+
+    Example:
+        >>> restart_needed() is None
+        True
+    """
+    from importlib.metadata import PackageNotFoundError, version
+
+    stale = []
+    for module_name, distribution in _REPLACED_BY_INSTALL.items():
+        module = sys.modules.get(module_name)
+        loaded = getattr(module, "__version__", None)
+        if loaded is None:
+            continue
+        try:
+            installed = version(distribution)
+        except PackageNotFoundError:
+            continue
+        if installed != loaded and not installed.startswith(loaded + "+"):
+            stale.append(f"{distribution} ({loaded} loaded, {installed} installed)")
+    return RESTART_MESSAGE.format(names=", ".join(stale)) if stale else None
+
+
 def start_notebook(seed: int = DEFAULT_SEED) -> None:
     """Prepare the notebook: quiet TensorFlow, seeded and deterministic, in a work folder.
+
+    TensorFloat-32 is turned off, so float32 matmuls on an Ampere or newer GPU
+    give float32 results like the CPU's (the printed line does not say so, to
+    keep every chapter's first output the same).
 
     Safe to run again: the work folder is kept and the seeds are reset. The
     work folder becomes the current directory (``work_folder()`` returns it)
@@ -140,9 +190,14 @@ def start_notebook(seed: int = DEFAULT_SEED) -> None:
         TensorFlow 2.21.0 is ready: quiet logs, seed 42, deterministic ops, a temporary work folder.
     """
     global _work_folder
+    if in_colab() and (message := restart_needed()):
+        raise RuntimeError(message)
     tf = _import_tensorflow_quietly()
     seed_everything(seed)
     tf.config.experimental.enable_op_determinism()
+    # TensorFloat-32 (on by default on Ampere and newer GPUs) rounds matmul inputs to 10 bits of
+    # mantissa: Keras on such a GPU would differ by ~1e-3 from LiteRT or ONNX on the CPU.
+    tf.config.experimental.enable_tensor_float_32_execution(False)
     _configure_display()
     if _work_folder is None:
         _work_folder = _make_work_folder()

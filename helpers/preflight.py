@@ -22,6 +22,21 @@ from pathlib import Path
 
 SUPPORTED_PYTHONS = ((3, 11), (3, 12), (3, 13))
 EXPECTED = {"tensorflow": "2.21.0", "keras": "3.15.1"}
+EXPECTED_KERAS2 = "2.21.0"  # tf-keras, which chapter 10 runs in a process of its own
+# Run with TF_USE_LEGACY_KERAS=1 in a fresh interpreter, as chapter 10's helpers do.
+_KERAS2_CODE = """
+import os, sys, tempfile
+import numpy as np
+import tensorflow as tf
+assert tf.keras.__name__.startswith("tf_keras"), tf.keras.__name__
+model = tf.keras.Sequential([tf.keras.Input((3,)), tf.keras.layers.Dense(2)])
+path = os.path.join(tempfile.mkdtemp(), "model.h5")
+model.save(path)
+loaded = tf.keras.models.load_model(path)
+x = np.ones((1, 3), dtype="float32")
+assert np.allclose(model(x), loaded(x))
+print("ok")
+"""
 
 
 class NotReady(RuntimeError):
@@ -80,6 +95,29 @@ def check_keras_round_trip() -> str:
     return "Keras 3 saves and loads a .keras model"
 
 
+def check_keras2() -> str:
+    """tf-keras (Keras 2) saves and loads an .h5 model in a subprocess with TF_USE_LEGACY_KERAS=1."""
+    import os
+    import subprocess
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        installed = version("tf-keras")
+    except PackageNotFoundError:
+        raise NotReady("tf-keras (Keras 2, for chapter 10) is not installed: run `make setup`") from None
+    if installed != EXPECTED_KERAS2:
+        raise NotReady(f"tf-keras {installed} is installed, chapter 10 is written for {EXPECTED_KERAS2}: "
+                       "run `make setup`")
+    environment = {**os.environ, "TF_USE_LEGACY_KERAS": "1", "TF_CPP_MIN_LOG_LEVEL": "3"}
+    with tempfile.TemporaryDirectory() as folder:
+        result = subprocess.run([sys.executable, "-c", _KERAS2_CODE], capture_output=True, text=True,
+                                env=environment, cwd=folder, timeout=300)
+    if result.returncode != 0:
+        last = (result.stderr.strip().splitlines() or ["no error message"])[-1]
+        raise NotReady(f"Keras 2 (tf-keras) fails in a process of its own: {last}")
+    return f"tf-keras {installed} (Keras 2) saves and loads an .h5 model in a process of its own"
+
+
 def check_plotting() -> str:
     import matplotlib
 
@@ -115,6 +153,7 @@ CHECKS: list[Callable[[], str]] = [
     check_packages,
     check_checkpoint_round_trip,
     check_keras_round_trip,
+    check_keras2,
     check_plotting,
     check_kernel,
 ]

@@ -36,6 +36,8 @@ import hashlib
 import json
 import os
 import random
+import select
+import shutil
 import signal
 import socket
 import subprocess
@@ -549,20 +551,92 @@ def _last_json(text: str) -> dict:
     raise RuntimeError("the worker printed no result")
 
 
+_server: subprocess.Popen | None = None
+
+
+def _fork_server() -> subprocess.Popen:
+    """The one ``helpers.resume_worker serve`` process of this process, started on first use.
+
+    It pays TensorFlow's import once (seconds on a small machine); each worker is then a
+    process forked from it, fresh but for the imported modules. It ends when this process does.
+    """
+    global _server
+    if _server is None or _server.poll() is not None:
+        _server = subprocess.Popen(
+            _worker_command(["serve"]), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL, text=True, env=_worker_env(),
+        )
+        assert _server.stdout is not None
+        if _server.stdout.readline().strip() != "ready":
+            raise RuntimeError("the worker server did not start")
+    return _server
+
+
+class _Worker:
+    """One worker process (forked by the fork server) running ``resume_worker ARGS``."""
+
+    def __init__(self, args: Sequence[object]) -> None:
+        self.args = [str(a) for a in args]
+        self.folder = tempfile.mkdtemp(prefix="resume_worker_")
+        paths = {name: os.path.join(self.folder, name) for name in ("out", "err", "code")}
+        os.mkfifo(paths["out"])
+        server = _fork_server()
+        assert server.stdin is not None and server.stdout is not None
+        server.stdin.write(json.dumps({"args": self.args, "cwd": os.getcwd(), **paths}) + "\n")
+        server.stdin.flush()
+        reply = server.stdout.readline().split()
+        if len(reply) != 2 or reply[0] != "pid":
+            raise RuntimeError("the worker server failed to start a worker")
+        self.pid = int(reply[1])
+        self.paths = paths
+        self.stdout = open(paths["out"])  # the child opens the other end first thing
+
+    def kill(self) -> None:
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+    def finish(self, timeout: float) -> tuple[str, int | None, str]:
+        """Its remaining output, exit code (None if killed or timed out) and error output."""
+        chunks, deadline = [], time.monotonic() + timeout
+        fd = self.stdout.fileno()
+        while True:
+            ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
+            if not ready:
+                self.kill()
+                break
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                break
+            chunks.append(chunk.decode())
+        self.stdout.close()
+        try:
+            code = int(Path(self.paths["code"]).read_text())
+        except (OSError, ValueError):
+            code = None
+        err = Path(self.paths["err"]).read_text() if os.path.exists(self.paths["err"]) else ""
+        shutil.rmtree(self.folder, ignore_errors=True)
+        return "".join(chunks), code, err
+
+
 def run_worker(*args: object, timeout: float = 120) -> dict:
     """Run ``python -m helpers.resume_worker ARGS`` in a fresh process; its JSON result.
 
-    Raises ``RuntimeError`` with the end of the worker's error output if it fails.
+    The process is forked from a server that has imported TensorFlow once, so it starts in
+    milliseconds, with no TensorFlow state of its own. Raises ``RuntimeError`` with the end of
+    the worker's error output if it fails.
 
     Example:
         >>> run_worker("train", "--dir", "run", "--steps", 8)["step"]   # doctest: +SKIP
         8
     """
-    done = subprocess.run(_worker_command([str(a) for a in args]), capture_output=True, text=True,
-                          timeout=timeout, env=_worker_env())
-    if done.returncode != 0:
-        raise RuntimeError(f"worker {args[0]!r} failed with code {done.returncode}:\n" + done.stderr[-1500:])
-    return _last_json(done.stdout)
+    worker = _Worker(args)
+    out, code, err = worker.finish(timeout)
+    if code != 0:
+        what = f"failed with code {code}" if code is not None else f"did not end within {timeout} s"
+        raise RuntimeError(f"worker {args[0]!r} {what}:\n" + err[-1500:])
+    return _last_json(out)
 
 
 def crash_and_resume(
@@ -594,10 +668,7 @@ def crash_and_resume(
     rows = []
     for attempt in range(1, kills + 1):
         mode = "naive" if naive else "train"
-        process = subprocess.Popen(
-            _worker_command([mode, "--dir", folder, "--steps", steps, "--width", width, "--announce"]),
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=_worker_env(),
-        )
+        process = _Worker([mode, "--dir", folder, "--steps", steps, "--width", width, "--announce"])
         saves_to_wait = rng.randint(2, 4)  # the first save of a start completes
         between = rng.random() < 1 / 3
         delay = rng.uniform(0.0, 0.04)
@@ -612,9 +683,8 @@ def crash_and_resume(
                     time.sleep(0.01 + delay if between else delay)
                     killed_at = int(line.split()[1])
                     break
-        process.send_signal(signal.SIGKILL)
-        process.wait(timeout=30)
-        process.stdout.close()
+        process.kill()
+        process.finish(timeout=30)
         if naive:
             from helpers.resume_worker import naive_audit
 
@@ -659,25 +729,21 @@ def run_two_workers(directory: str | os.PathLike, steps: int = 6, timeout: float
     folder = os.fspath(directory)
     ports = ",".join(map(str, free_ports(2)))
     processes = [
-        subprocess.Popen(
-            _worker_command(["multiworker", "--dir", folder, "--steps", steps, "--index", index, "--ports", ports]),
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_worker_env(),
-        )
+        _Worker(["multiworker", "--dir", folder, "--steps", steps, "--index", index, "--ports", ports])
         for index in (0, 1)
     ]
     reports = []
     deadline = time.monotonic() + timeout
     for process in processes:
-        try:
-            out, err = process.communicate(timeout=max(1.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
+        out, code, err = process.finish(timeout=max(1.0, deadline - time.monotonic()))
+        if code is None:
             for p in processes:
                 p.kill()
-            raise RuntimeError(f"the workers did not finish within {timeout} s and were stopped") from None
-        if process.returncode != 0:
+            raise RuntimeError(f"the workers did not finish within {timeout} s and were stopped")
+        if code != 0:
             for p in processes:
                 p.kill()
-            raise RuntimeError(f"a worker failed with code {process.returncode}:\n{err[-1500:]}")
+            raise RuntimeError(f"a worker failed with code {code}:\n{err[-1500:]}")
         reports.append(_last_json(out))
     return reports
 

@@ -7,6 +7,10 @@ Modes (each prints one JSON line at the end):
 * ``naive``: the same run saved the naive way, NumPy files written in place;
 * ``multiworker``: one of two ``MultiWorkerMirroredStrategy`` workers on 127.0.0.1.
 
+``python -m helpers.resume_worker serve`` is the fork server ``helpers.resume`` starts once: it
+imports TensorFlow and Keras (what takes a new process seconds), creates no TensorFlow state,
+then forks one fresh child process per job it reads on stdin (see ``serve``).
+
 ``build_run`` is importable, so the notebook builds the very same run in its own process.
 """
 
@@ -236,10 +240,70 @@ def _multiworker(args: argparse.Namespace) -> dict:
     }
 
 
+def _run_job(job: dict) -> None:
+    """In a forked child: write to the job's files, run ``main(job["args"])``, exit with its code."""
+    out = os.open(job["out"], os.O_WRONLY)  # first: the parent waits for this end to open
+    err = os.open(job["err"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.dup2(out, 1)
+    os.dup2(err, 2)
+    os.chdir(job["cwd"])
+    code = 0
+    try:
+        main(job["args"])
+    except SystemExit as exit_:
+        code = exit_.code if isinstance(exit_.code, int) else 1
+    except BaseException:  # noqa: BLE001: the parent reads the traceback
+        import traceback
+
+        traceback.print_exc()
+        code = 1
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        with open(job["code"], "w") as file:
+            file.write(str(code))
+        os._exit(code)
+
+
+def serve() -> None:
+    """Import TensorFlow once, then fork a fresh process for each job line read on stdin.
+
+    A job is a JSON line ``{"args": [...], "cwd": DIR, "out": FIFO, "err": FILE, "code": FILE}``; the
+    server answers ``pid N`` with the child's process id and goes on reading, so children run
+    side by side. A child's stdout goes to the FIFO, its stderr to ``err``, and its exit code to
+    ``code``. The server exits when stdin closes (its parent ended). Each child starts from the
+    imported modules alone: no model, variable or TensorFlow runtime exists before the fork.
+    """
+    import signal
+
+    import keras  # noqa: F401: imported before the fork, so that no child pays for it
+    import numpy  # noqa: F401
+    import tensorflow  # noqa: F401
+
+    import helpers.resume  # noqa: F401
+
+    def reap(signum, frame):  # so that the children's CPU time counts as the server's
+        try:
+            while os.waitpid(-1, os.WNOHANG)[0]:
+                pass
+        except ChildProcessError:
+            pass
+
+    signal.signal(signal.SIGCHLD, reap)
+    print("ready", flush=True)
+    for line in sys.stdin:
+        job = json.loads(line)
+        sys.stdout.flush()
+        pid = os.fork()
+        if pid == 0:
+            _run_job(job)
+        print(f"pid {pid}", flush=True)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m helpers.resume_worker")
-    parser.add_argument("mode", choices=["train", "naive", "multiworker"])
-    parser.add_argument("--dir", required=True)
+    parser.add_argument("mode", choices=["train", "naive", "multiworker", "serve"])
+    parser.add_argument("--dir")
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--stop-at", type=int, default=None)
     parser.add_argument("--width", type=int, default=32)
@@ -247,6 +311,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--index", type=int, default=0)
     parser.add_argument("--ports", default="")
     args = parser.parse_args(argv)
+    if args.mode != "serve" and args.dir is None:
+        parser.error("the following arguments are required: --dir")
+    if args.mode == "serve":
+        serve()
+        return
     result = {"train": _train, "naive": _naive, "multiworker": _multiworker}[args.mode](args)
     print(json.dumps(result), flush=True)
 

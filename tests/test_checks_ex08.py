@@ -228,7 +228,7 @@ def load_body_by_shape(model, weights_path):
 
 
 def test_load_body_accepts(capsys):
-    for answer in (load_body_reference, load_body_compare_values, load_body_as_set):
+    for answer in (load_body_reference, load_body_as_set):
         ex08.check_load_body(answer)
         assert "✔ Exercise 08.3 passed" in capsys.readouterr().out
 
@@ -237,11 +237,13 @@ def test_load_body_accepts(capsys):
     "answer, hint",
     [
         (load_body_plain, "your function raised.*skip_mismatch=True"),
-        (load_body_report_nothing, r"for a new head, you reported \[\], but the weights not loaded are"),
+        # "unchanged means not loaded": wrong when the file holds a value the model has already (issue 23)
+        (load_body_compare_values, "you reported weights that were loaded.*judge by the shapes"),
+        (load_body_report_nothing, r"for a new head, your list misses weights that were not loaded"),
         (load_body_layer_names, r"return the variables' paths \(variable.path"),
-        (load_body_everything, "for a new head, you reported"),
+        (load_body_everything, "for a new head, you reported weights that were loaded"),
         (load_body_forgets_to_load, "weights that fit were not loaded from the file"),
-        (load_body_by_shape, "for a wider middle layer, you reported"),
+        (load_body_by_shape, "for a wider middle layer, your list misses weights that were not loaded"),
     ],
 )
 def test_load_body_rejects(answer, hint):
@@ -337,20 +339,7 @@ import tempfile  # noqa: E402
 from tests.attack_harness import accepted, marked, rejected  # noqa: E402
 
 # What today's check gets wrong (strict xfails: remove an entry when its check is fixed).
-KNOWN_08 = {
-    "cb_save_best_only_default_monitor": "check accepts this wrong answer: save_best_only=True",
-    "cb_save_best_only_on_loss": "check accepts this wrong answer: save_best_only=True, monitor='loss'",
-    "cb_save_freq_two_batches": "check accepts this wrong answer: save_freq=2 (batches, not epochs)",
-    "cb_save_freq_every_batch": "check accepts this wrong answer: save_freq=1 (every batch)",
-    "NormHardCodedFeatures": "hint: Keras's message quoted with colour codes, over 300 characters",
-    "body_unchanged_means_not_loaded": "check accepts this wrong answer: 'unchanged value means not loaded'",
-    "body_trainable_only": "check accepts this wrong answer: reports only trainable weights (no BN in a "
-                           "changed layer)",
-    "body_reports_but_never_loads": "hint: lists every path, over 300 characters",
-    "body_hard_coded_file": "hint: generic cause, over 300 characters, and names h5py's h5f.open() as "
-                            "the learner's code",
-    "clip_cfg_low_only": "hint: Keras's message with colour codes, over 300 characters, generic cause",
-}
+KNOWN_08 = {}
 
 CP = keras.callbacks.ModelCheckpoint
 

@@ -115,10 +115,10 @@ def test_call_serving_default_alternatives(answer, capsys):
         (hard_coded_output, r"(?s)raised KeyError in hard_coded_output.*'output_0'.*print its keys"),
         (returns_the_dict, r"returned a dict \(\['probability'\]\)"),
         (returns_a_tensor, r"returned a EagerTensor; return a NumPy array"),
-        (float64_tensor, r"(?s)raised InvalidArgumentError.*expected to be a float tensor but is a double"),
+        (float64_tensor, r"(?s)raised InvalidArgumentError.*float64 met float32"),
         (calls_the_object, r"(?s)raised TypeError in calls_the_object.*not callable"),
         (other_signature, r"not the serving_default signature's answer"),
-        (first_row_only, r"values of shape \(2,\)"),
+        (first_row_only, r"you returned shape \(2,\)"),
     ],
     ids=lambda value: getattr(value, "__name__", "hint"),
 )
@@ -222,7 +222,7 @@ def test_run_tf1_signature_alternatives(answer, capsys):
         (returns_a_list, r"returned a list; return a dict"),
         (first_output_only, r"you returned the keys \['probabilities'\]"),
         (keyed_by_tensor_name, r"you returned the keys \['net/logits:0', 'net/probs:0'\]"),
-        (feeds_only_the_first_input, r"(?s)raised InvalidArgumentError.*must feed a value for placeholder"),
+        (feeds_only_the_first_input, r"(?s)raised InvalidArgumentError.*every placeholder"),
     ],
     ids=lambda value: getattr(value, "__name__", "hint"),
 )
@@ -545,7 +545,7 @@ def test_shares_variables(capsys):
     assert "✔ Exercise 09.5 passed" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("answer", [shares_with_a_fill, shares_by_identity])
+@pytest.mark.parametrize("answer", [shares_with_a_fill])
 def test_shares_variables_alternatives(answer, capsys):
     ex09.check_shares_variables(answer)
     assert "✔ Exercise 09.5 passed" in capsys.readouterr().out
@@ -562,6 +562,8 @@ def test_shares_variables_alternatives(answer, capsys):
         (trainable_only, r"int64 step counter .* returned False"),
         (returns_a_count, r"should return True or False, got 0"),
         (shares_with_assign_add, r"adding then subtracting does not give back the same float"),
+        # `a is b` misses two Python objects over one resource (issue 23): no longer a right answer
+        (shares_by_identity, r"distinct Python objects over the same resources you returned False"),
     ],
     ids=lambda value: getattr(value, "__name__", "hint"),
 )
@@ -593,32 +595,7 @@ from tests.attack_harness import accepted, marked, rejected  # noqa: E402
 # What today's check gets wrong (strict xfails: remove an entry when its check is fixed).
 FALSE_PASS = "check accepts this wrong answer: "
 GENERIC_HINT = "hint: over 300 characters, generic 'read the message, fix that line'"
-KNOWN_09: dict[str, str] = {
-    "csd_notebook_keys": GENERIC_HINT + " (signature's missing argument)",
-    "csd_squeezed": FALSE_PASS + "np.squeeze (no size-1 axis in the fixture)",
-    "csd_first_signature": FALSE_PASS + "calls the alphabetically first signature, not serving_default",
-    "csd_keys_swapped": GENERIC_HINT + " (input and output keys swapped)",
-    "csd_serve_endpoint": "hint: generic 'read the message, fix that line' (no attribute 'serve')",
-    "csd_float64": GENERIC_HINT + ", no float32/float64 cause",
-    "tf1_keys_as_tensor_names": "hint: over 300 characters (a key fed as a tensor name)",
-    "tf1_first_signature_def": FALSE_PASS + "runs the alphabetically first signature_def, not serving_default",
-    "tf1_squeezed": FALSE_PASS + "np.squeeze on the outputs (no size-1 axis)",
-    "tf1_tf2_tensors": FALSE_PASS + "returns EagerTensors where NumPy arrays are asked",
-    "tf1_default_graph_session": FALSE_PASS + "loads into the process-wide default graph, not a graph of its own",
-    "exp_training_true": FALSE_PASS + "serves model(x, training=True) (no Dropout/BatchNorm in the fixture)",
-    "exp_hard_coded_width": GENERIC_HINT + " (hard-coded width 4)",
-    "head_hard_coded_inputs": FALSE_PASS + "hard-coded n_inputs=4",
-    "head_compiled": FALSE_PASS + "the model is compiled, the prompt says not to",
-    "head_relu": FALSE_PASS + "Dense(units, activation='relu') head",
-    "head_extra_hidden_layer": FALSE_PASS + "an extra hidden Dense before the head",
-    "head_float64_input": GENERIC_HINT + ", no float32/float64 cause",
-    "head_lambda_not_tfsmlayer": GENERIC_HINT + " (a Lambda instead of a TFSMLayer)",
-    "head_output_key_hard_coded": GENERIC_HINT + " (KeyError on a hard-coded output key)",
-    "share_same_variable_objects": FALSE_PASS + "'a is b' (shared pairs are one Python object, never two over "
-                                   "one resource)",
-    "share_assigns_zeros": FALSE_PASS + "measures by assigning zeros (no zero-valued shared variable)",
-    "share_doubles": FALSE_PASS + "measures by doubling (no zero-valued shared variable)",
-}
+KNOWN_09: dict[str, str] = {}
 
 
 @pytest.fixture

@@ -316,22 +316,7 @@ FALSE_PASS = "check accepts this wrong answer: "
 GENERIC_HINT = "hint: over 300 characters, generic 'read the message, fix that line'"
 # What today's check gets wrong (strict xfails: remove an entry when its check is fixed).
 DTYPE_HINT = GENERIC_HINT + ", no int32/int64 cause"
-KNOWN_10: dict[str, str] = {
-    "smp_int32_always": DTYPE_HINT,
-    "smp_int64_always": DTYPE_HINT,
-    "smp_tf_constant_as_is": DTYPE_HINT,
-    "smp_float_tokens": DTYPE_HINT,
-    "smp_squeezed": FALSE_PASS + "np.squeeze (no size-1 axis in the fixture)",
-    "smp_tfsmlayer_serve": FALSE_PASS + "TFSMLayer's default endpoint 'serve', not serving_default (equal in the "
-                           "fixture)",
-    "k2w_optimizer_counts_as_extra": "hint: the learner's own message quoted whole (878 characters), generic cause",
-    "k2w_load_weights": GENERIC_HINT + " (load_weights on a TF checkpoint)",
-    "k2w_right_by_hand": "check rejects a correct answer: raises KeyError (prompt: 'raise an exception')",
-    "k2w_right_assign_then_raise": "check rejects a correct answer: raises RuntimeError (prompt: 'raise an "
-                                   "exception')",
-    "k2k_trainable_layers_only": FALSE_PASS + "skips layers without trainable weights (no frozen layer in fixture)",
-    "k2k_skips_frozen_layers": FALSE_PASS + "numbers only layers with trainable=True (no frozen layer in fixture)",
-}
+KNOWN_10: dict[str, str] = {}
 
 
 @pytest.fixture

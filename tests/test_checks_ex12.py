@@ -228,3 +228,424 @@ def test_load_with_optimizer_rejects(answer, hint):
 def test_load_with_optimizer_not_done():
     with pytest.raises(ExerciseNotDone):
         ex12.check_load_with_optimizer(not_done)
+
+
+# =========================================================================== Written from the prompt alone (VERIFY.md part 2)
+# Wrong answers a learner would write, and right ones written differently from the reference,
+# from the exercise prompts alone, before reading helpers/checks/ex12.py. Every run is bounded by
+# a watchdog; a failure of today's check is a strict xfail in HOLES (remove an entry when fixed).
+
+import shutil  # noqa: E402
+import time  # noqa: E402
+
+from tests.attack_harness import hint_problems  # noqa: E402
+from tests.attack_support import cases, passes, rejects  # noqa: E402
+
+FALSE_PASS = "check accepts this wrong answer: "
+RAW = "rejected, but as a raw error with the generic 'read the message, fix that line' hint: "
+HOLES: dict[str, str] = {
+    "mc_threshold_from_notebook": RAW + "no epoch beats initial_value_threshold=0.9, no file is written, and the "
+                                  "check's own read of the missing file is blamed on the learner (FileNotFoundError)",
+    "mc_h5_name": RAW + "Keras's ValueError for 'best.h5' with save_weights_only (406 characters)",
+    "pk_whole_store_to_super": RAW + "'checking what your function returned raised ValueError' for the pitfall "
+                               "the prompt names (the whole store handed to the base load_own_variables)",
+    "pk_peak_over_gain_key": RAW + "h5py OSError 'name already exists' (peak written under the base's key '0')",
+    "pk_hard_coded_width": RAW + "a broadcasting ValueError blamed on 'what your function returned'",
+    "pk_gain_replaced_by_array": RAW + "AttributeError after gain was replaced by a NumPy array",
+    "pk_merge_on_load": FALSE_PASS + "load_own_variables merges np.maximum(self.peak, stored): load_weights into "
+                        "a layer that already observed larger values keeps them, not the file's peak",
+    "lo_replace_optimizer_adam": FALSE_PASS + "model.optimizer replaced by a fresh keras.optimizers.Adam() (the "
+                                 "fixture compiles with Adam, so a hard-coded optimizer class is not seen)",
+}
+
+MC = keras.callbacks.ModelCheckpoint
+
+
+def _hint_ok(hint: str) -> None:
+    assert not hint_problems(hint), hint_problems(hint)
+
+
+# --------------------------------------------------------------------------- 12.1 attack
+
+
+def mc_default_monitor(folder):
+    return MC(os.path.join(folder, "best.weights.h5"), save_best_only=True, save_weights_only=True)
+
+
+def mc_mode_min(folder):
+    return MC(os.path.join(folder, "best.weights.h5"), monitor="val_auc", mode="min",
+              save_best_only=True, save_weights_only=True)
+
+
+def mc_mode_omitted(folder):
+    return MC(os.path.join(folder, "best.weights.h5"), monitor="val_auc",
+              save_best_only=True, save_weights_only=True)
+
+
+def mc_training_auc(folder):
+    return MC(os.path.join(folder, "best.weights.h5"), monitor="auc", mode="max",
+              save_best_only=True, save_weights_only=True)
+
+
+def mc_every_epoch(folder):
+    return MC(os.path.join(folder, "best.weights.h5"), monitor="val_auc", mode="max",
+              save_weights_only=True)
+
+
+def mc_whole_model(folder):
+    return MC(os.path.join(folder, "best.keras"), monitor="val_auc", mode="max", save_best_only=True)
+
+
+def mc_batches(folder):
+    return MC(os.path.join(folder, "best.weights.h5"), monitor="val_auc", mode="max",
+              save_best_only=True, save_weights_only=True, save_freq=1)
+
+
+def mc_per_epoch_files(folder):
+    return MC(os.path.join(folder, "best_{epoch:02d}.weights.h5"), monitor="val_auc", mode="max",
+              save_best_only=True, save_weights_only=True)
+
+
+def mc_no_folder(folder):
+    return MC("best.weights.h5", monitor="val_auc", mode="max", save_best_only=True, save_weights_only=True)
+
+
+def mc_capital_auc(folder):
+    return MC(os.path.join(folder, "best.weights.h5"), monitor="val_AUC", mode="max",
+              save_best_only=True, save_weights_only=True)
+
+
+def mc_threshold_from_notebook(folder):
+    return MC(os.path.join(folder, "best.weights.h5"), monitor="val_auc", mode="max",
+              save_best_only=True, save_weights_only=True, initial_value_threshold=0.9)
+
+
+def mc_val_loss_max(folder):
+    return MC(os.path.join(folder, "best.weights.h5"), monitor="val_loss", mode="max",
+              save_best_only=True, save_weights_only=True)
+
+
+def mc_h5_name(folder):
+    return MC(os.path.join(folder, "best.h5"), monitor="val_auc", mode="max",
+              save_best_only=True, save_weights_only=True)
+
+
+def mc_right_positional(folder):
+    return MC(os.path.join(folder, "best.weights.h5"), "val_auc", 0, True, True, "max", "epoch")
+
+
+def mc_right_pathlike(folder):
+    return MC(filepath=pathlib.Path(folder) / "best.weights.h5", save_weights_only=True, mode="max",
+              monitor="val_auc", save_best_only=True, verbose=0, initial_value_threshold=float("-inf"))
+
+
+def mc_right_slash(folder):
+    return keras.callbacks.ModelCheckpoint(f"{folder}/best.weights.h5", monitor="val_auc", mode="max",
+                                           save_best_only=True, save_weights_only=True, save_freq="epoch")
+
+
+MC_WRONG = [mc_default_monitor, mc_mode_min, mc_mode_omitted, mc_training_auc, mc_every_epoch, mc_whole_model,
+            mc_batches, mc_per_epoch_files, mc_no_folder, mc_capital_auc, mc_threshold_from_notebook,
+            mc_val_loss_max, mc_h5_name]
+
+
+@pytest.mark.parametrize("answer", cases(MC_WRONG, HOLES))
+def test_prompt_best_checkpoint_rejects(answer, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    start = time.perf_counter()
+    _hint_ok(rejects(ex12.check_best_checkpoint, answer, may_raise=True))
+    assert time.perf_counter() - start < 20
+
+
+@pytest.mark.parametrize("answer", cases([mc_right_positional, mc_right_pathlike, mc_right_slash], HOLES))
+def test_prompt_best_checkpoint_accepts(answer, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    passes(ex12.check_best_checkpoint, answer)
+
+
+# --------------------------------------------------------------------------- 12.2 attack
+
+
+def _peak(save, load):
+    """A RunningPeak as the notebook defines it, with the learner's two hooks."""
+
+    class RunningPeak(keras.layers.Layer):
+        def build(self, input_shape):
+            self.gain = self.add_weight(shape=(input_shape[-1],), initializer="ones", name="gain")
+            self.peak = np.zeros(input_shape[-1], dtype="float32")
+
+        def observe(self, batch):
+            self.peak = np.maximum(self.peak, np.max(batch, axis=0))
+
+        def call(self, inputs):
+            return inputs * self.gain
+
+        save_own_variables = save
+        load_own_variables = load
+
+    return RunningPeak
+
+
+def _save_super_peak(self, store):
+    super(type(self), self).save_own_variables(store)
+    store["peak"] = self.peak
+
+
+def pk_no_super_on_save():
+    def save(self, store):
+        store["peak"] = self.peak
+
+    def load(self, store):
+        self.peak = np.array(store["peak"])
+
+    return _peak(save, load)
+
+
+def pk_whole_store_to_super():
+    def load(self, store):
+        super(type(self), self).load_own_variables(store)
+        self.peak = np.array(store["peak"])
+
+    return _peak(_save_super_peak, load)
+
+
+def pk_load_forgets_gain():
+    def load(self, store):
+        self.peak = np.array(store["peak"])
+
+    return _peak(_save_super_peak, load)
+
+
+def pk_peak_over_gain_key():
+    def save(self, store):
+        super(type(self), self).save_own_variables(store)
+        store["0"] = self.peak
+
+    def load(self, store):
+        super(type(self), self).load_own_variables(store)
+        self.peak = np.array(store["0"])
+
+    return _peak(save, load)
+
+
+def pk_scalar_peak():
+    def save(self, store):
+        super(type(self), self).save_own_variables(store)
+        store["peak"] = np.array(np.max(self.peak))
+
+    def load(self, store):
+        super(type(self), self).load_own_variables({"0": store["0"]})
+        self.peak = np.full(self.gain.shape, float(np.array(store["peak"])), dtype="float32")
+
+    return _peak(save, load)
+
+
+def pk_merge_on_load():
+    def load(self, store):
+        super(type(self), self).load_own_variables({"0": store["0"]})
+        self.peak = np.maximum(self.peak, np.array(store["peak"]))
+
+    return _peak(_save_super_peak, load)
+
+
+def pk_hard_coded_width():
+    def load(self, store):
+        super(type(self), self).load_own_variables({"0": store["0"]})
+        self.peak = np.zeros(3, dtype="float32")
+        self.peak[:] = np.array(store["peak"])[:3]
+
+    return _peak(_save_super_peak, load)
+
+
+def pk_gain_replaced_by_array():
+    def save(self, store):
+        store["gain"] = self.gain.numpy()
+        store["peak"] = self.peak
+
+    def load(self, store):
+        self.gain = np.array(store["gain"])
+        self.peak = np.array(store["peak"])
+
+    return _peak(save, load)
+
+
+def pk_load_resets_peak():
+    def load(self, store):
+        super(type(self), self).load_own_variables({"0": store["0"]})
+        self.peak = np.zeros_like(np.array(store["peak"]))
+
+    return _peak(_save_super_peak, load)
+
+
+def pk_right_own_keys():
+    def save(self, store):
+        store["gain"] = keras.ops.convert_to_numpy(self.gain)
+        store["peak"] = np.copy(self.peak)
+
+    def load(self, store):
+        self.gain.assign(np.array(store["gain"]))
+        self.peak = np.array(store["peak"], dtype="float32")
+
+    return _peak(save, load)
+
+
+def pk_right_in_place():
+    def save(self, store):
+        store["peak"] = self.peak
+        super(type(self), self).save_own_variables(store)
+
+    def load(self, store):
+        super(type(self), self).load_own_variables({key: store[key] for key in ("0",)})
+        self.peak[...] = store["peak"]
+
+    return _peak(save, load)
+
+
+def pk_right_empty_tuple_index():
+    def load(self, store):
+        self.gain.assign(store["0"])
+        self.peak = store["peak"][()].astype("float32")
+
+    return _peak(_save_super_peak, load)
+
+
+def pk_right_store_value():
+    """Not a live reference: an H5 store hands out a fresh ndarray on every read (Keras 3.15)."""
+
+    def load(self, store):
+        super(type(self), self).load_own_variables({"0": store["0"]})
+        self.peak = store["peak"]
+
+    return _peak(_save_super_peak, load)
+
+
+def pk_right_asarray():
+    def load(self, store):
+        super(type(self), self).load_own_variables({"0": store["0"]})
+        self.peak = np.asarray(store["peak"])
+
+    return _peak(_save_super_peak, load)
+
+
+PK_WRONG = [pk_no_super_on_save, pk_whole_store_to_super, pk_load_forgets_gain,
+            pk_peak_over_gain_key, pk_scalar_peak, pk_merge_on_load, pk_hard_coded_width,
+            pk_gain_replaced_by_array, pk_load_resets_peak]
+PK_RIGHT = [pk_right_own_keys, pk_right_in_place, pk_right_empty_tuple_index, pk_right_asarray, pk_right_store_value]
+
+
+@pytest.mark.parametrize("answer", cases(PK_WRONG, HOLES))
+def test_prompt_peak_hooks_rejects(answer, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    start = time.perf_counter()
+    _hint_ok(rejects(ex12.check_peak_hooks, answer(), may_raise=True))
+    assert time.perf_counter() - start < 20
+
+
+@pytest.mark.parametrize("answer", cases(PK_RIGHT, HOLES))
+def test_prompt_peak_hooks_accepts(answer, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    passes(ex12.check_peak_hooks, answer())
+
+
+# --------------------------------------------------------------------------- 12.3 attack
+
+
+def lo_plain_load(model, path):
+    model.load_weights(path)
+
+
+def lo_build_after_load(model, path):
+    model.load_weights(path)
+    model.optimizer.build(model.trainable_variables)
+
+
+def lo_build_all_variables(model, path):
+    model.optimizer.build(model.variables)
+    model.load_weights(path)
+
+
+def lo_all_variables_skip_mismatch(model, path):
+    model.optimizer.build(model.variables)
+    model.load_weights(path, skip_mismatch=True)
+
+
+def lo_fresh_optimizer(model, path):
+    optimizer = keras.optimizers.Adam()
+    optimizer.build(model.trainable_variables)
+    model.load_weights(path)
+
+
+def lo_replace_optimizer_adam(model, path):
+    model.optimizer = keras.optimizers.Adam()
+    model.optimizer.build(model.trainable_variables)
+    model.load_weights(path)
+
+
+def lo_compile_after_load(model, path):
+    model.optimizer.build(model.trainable_variables)
+    model.load_weights(path)
+    model.compile(optimizer=type(model.optimizer)(), loss=model.loss)
+
+
+def lo_writes_back(model, path):
+    model.optimizer.build(model.trainable_variables)
+    model.load_weights(path)
+    model.save_weights(path)
+
+
+def lo_fit_zero_epochs(model, path):
+    model.fit(np.zeros((1,) + tuple(model.inputs[0].shape[1:]), "float32"),
+              np.zeros((1,) + tuple(model.outputs[0].shape[1:]), "float32"), epochs=0, verbose=0)
+    model.load_weights(path)
+
+
+def lo_skip_mismatch_only(model, path):
+    model.load_weights(path, skip_mismatch=True)
+
+
+def lo_only_trainable_built_from_weights_list(model, path):
+    model.optimizer.build(model.weights)
+    model.load_weights(path)
+
+
+def lo_right_trainable_weights(model, path):
+    model.optimizer.build(model.trainable_weights)
+    model.load_weights(os.fspath(path))
+
+
+def lo_right_zero_step(model, path):
+    grads = [keras.ops.zeros_like(v) for v in model.trainable_variables]
+    model.optimizer.apply_gradients(zip(grads, model.trainable_variables))
+    model.load_weights(path)
+
+
+def lo_twice(model, path):
+    """Right in the end, but the first load skips the optimizer: the prompt says 'with no value skipped'."""
+    model.load_weights(pathlib.Path(path))
+    model.optimizer.build(model.trainable_variables)
+    model.load_weights(pathlib.Path(path))
+
+
+def lo_right_filtered(model, path):
+    model.optimizer.build([weight for weight in model.weights if weight.trainable])
+    model.load_weights(pathlib.Path(path))
+
+
+LO_WRONG = [lo_plain_load, lo_build_after_load, lo_build_all_variables, lo_all_variables_skip_mismatch,
+            lo_fresh_optimizer, lo_replace_optimizer_adam, lo_compile_after_load, lo_writes_back,
+            lo_fit_zero_epochs, lo_skip_mismatch_only, lo_only_trainable_built_from_weights_list, lo_twice]
+
+
+@pytest.mark.parametrize("answer", cases(LO_WRONG, HOLES))
+def test_prompt_load_with_optimizer_rejects(answer, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    start = time.perf_counter()
+    _hint_ok(rejects(ex12.check_load_with_optimizer, answer, may_raise=True))
+    assert time.perf_counter() - start < 20
+
+
+@pytest.mark.parametrize("answer", cases([lo_right_trainable_weights, lo_right_zero_step, lo_right_filtered],
+                                         HOLES))
+def test_prompt_load_with_optimizer_accepts(answer, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    passes(ex12.check_load_with_optimizer, answer)

@@ -323,6 +323,72 @@ def test_float16_litert_not_done():
         ex14.check_float16_litert(not_done)
 
 
+def float16_training_mode(model):
+    converter = tf.lite.TFLiteConverter.from_concrete_functions([_inference(model, training=True)])
+    converter.optimizations = [tf.lite.Optimize.DEFAULT]
+    converter.target_spec.supported_types = [tf.float16]
+    return converter.convert()
+
+
+def float16_inputs_and_outputs(model):
+    converter = tf.lite.TFLiteConverter.from_keras_model(model)
+    converter.optimizations = [tf.lite.Optimize.DEFAULT]
+    converter.target_spec.supported_types = [tf.float16]
+    converter.inference_input_type = converter.inference_output_type = tf.float16
+    return converter.convert()
+
+
+def frozen_callable_in_a_session(path, input_name, output_name):
+    graph = tf.Graph()
+    with graph.as_default():
+        V1.import_graph_def(_graph_def(path), name="")
+    session = V1.Session(graph=graph)
+    return lambda batch: session.run(output_name, {input_name: batch})
+
+
+def frozen_callable_first_input(path, input_name, output_name):
+    first = next(node.name for node in _graph_def(path).node if node.op == "Placeholder")
+    return frozen_callable(path, first + ":0", output_name)
+
+
+def frozen_callable_remembers(path, input_name, output_name):
+    run, answers = frozen_callable(path, input_name, output_name), []
+    return lambda batch: answers[0] if answers else answers.append(run(batch)) or answers[0]
+
+
+def frozen_callable_float64(path, input_name, output_name):
+    run = frozen_callable(path, input_name, output_name)
+    return lambda batch: run(batch).astype("float64")
+
+
+@pytest.mark.parametrize(
+    "check, answer, hint",
+    [
+        (ex14.check_freeze_for_serving, training_mode,
+         r"(?s)Likely cause: .*Dropout advances its random-number state variable.*training=False"),
+        (ex14.check_float16_litert, float16_training_mode,
+         r"(?s)Likely cause: .*Dropout advances its random-number state variable.*training=False"),
+        (ex14.check_float16_litert, float16_inputs_and_outputs,
+         r"(?s)Likely cause: float16 quantization .* keeps the input and output float32"),
+        (ex14.check_frozen_callable, frozen_callable_in_a_session, r"makes a tf\.compat\.v1\.Session"),
+        (ex14.check_frozen_callable, frozen_callable_first_input,
+         r"(?s)Likely cause: the output reads a placeholder you do not feed"),
+        (ex14.check_frozen_callable, frozen_callable_remembers,
+         r"shape \(5, 2\), expected \(1, 2\): .*nothing kept from a call before"),
+        (ex14.check_frozen_callable, frozen_callable_float64, r"the answer is float64.*float32"),
+        (ex14.check_float16_litert, lambda model: setattr(model, "trainable", False) or float16_litert(model),
+         r"trainable flags changed"),
+    ],
+    ids=["training-14.1", "training-14.3", "float16-io", "session", "first-input", "remembers",
+         "float64", "untrainable"],
+)
+def test_chapter_specific_hints(check, answer, hint):
+    with pytest.raises(CheckFailed, match=hint) as caught:
+        check(answer)
+    assert "read the message, fix that line" not in str(caught.value)
+    assert len(str(caught.value)) <= 600
+
+
 def test_learner_errors_are_reported_as_learner_code_errors():
     with pytest.raises(LearnerCodeError):
         ex14.check_freeze_for_serving(training_mode)
@@ -343,16 +409,7 @@ from tensorflow.python.framework.convert_to_constants import (  # noqa: E402
 from tests.attack_support import cases, passes, rejects  # noqa: E402
 
 # Today's check gets these wrong (xfail strict: remove an entry when the check is fixed).
-HOLES: dict[str, str] = {
-    "p_call_float64_result": "check accepts this wrong answer: float64 array, not the graph's "
-    "float32 value",
-    "p_call_first_placeholder": "check accepts this wrong answer: input_name ignored (every fixture has "
-    "one placeholder)",
-    "p_call_with_session": "check accepts this wrong answer: a tf.compat.v1.Session, which the "
-    "prompt forbids",
-    "p_lite_model_made_untrainable": "check accepts this wrong answer: model.trainable set to False "
-    "(the model is not left as it was)",
-}
+HOLES: dict[str, str] = {}
 
 
 def _spec_for(model, batch=None, dtype=tf.float32):

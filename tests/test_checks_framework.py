@@ -210,3 +210,85 @@ def test_a_checks_temporary_folder_is_not_shown(tmp_path):
     finally:
         import os
         os.rmdir(folder)
+
+
+# --------------------------------------------------------------------------- hints: short, plain, specific
+
+
+@pytest.mark.parametrize(
+    "error, cause",
+    [
+        (TypeError("cannot compute MatMul as input #1(zero-based) was expected to be a double tensor but is a "
+                   "float tensor"), "float64 met float32"),
+        (ValueError("Tensor conversion requested dtype float32 for Tensor with dtype float64"), "float64 met float32"),
+        (TypeError("Input 'y' of 'AddV2' Op has type int32 that does not match type int64 of argument 'x'."),
+         "int64 met int32"),
+        (TypeError("Variable is unhashable. Instead, use variable.ref() as the key."), "variable.ref()"),
+        (ValueError("Cannot convert a partially known TensorShape (None, 3) to a Tensor."), "tf.shape(x)[0]"),
+        (FileNotFoundError("[Errno 2] No such file or directory: 'model.weights.h5'"), "the path your function"),
+        (IndexError("list index out of range"), "an index past the end"),
+        (AttributeError("'NoneType' object has no attribute 'variables'"), "a value is None"),
+    ],
+)
+def test_likely_causes_of_common_library_errors(error, cause):
+    def answer(x):
+        raise error
+
+    with pytest.raises(LearnerCodeError) as caught:
+        check_double(answer)
+    assert cause in str(caught.value)
+    assert "read the message, fix that line" not in str(caught.value)
+
+
+def test_a_learner_error_hint_is_short_plain_and_names_the_inner_keras_error():
+    wrapped = ("Exception encountered when calling Clip.call().\n\n\x1b[1mCould not automatically infer the "
+               "output shape / dtype of 'clip_7' (of type Clip). Either the `Clip.call()` method is incorrect, "
+               "or you need to implement the `Clip.compute_output_spec() / compute_output_shape()` method. "
+               "Error encountered:\n\nindex 1 is out of bounds for axis 0 with size 1\x1b[0m\n\n"
+               "Arguments received by Clip.call():\n  • args=('<KerasTensor shape=(None, 4)>',)\n" + "x" * 900)
+
+    def answer(x):
+        raise IndexError(wrapped)
+
+    with pytest.raises(LearnerCodeError) as caught:
+        check_double(answer)
+    hint = str(caught.value).split(": ", 1)[1]
+    assert len(hint) <= 300, hint
+    assert "\x1b[" not in hint
+    assert "index 1 is out of bounds" in hint
+    assert "an index past the end" in hint
+
+
+def test_a_check_hint_loses_colour_codes_and_temporary_folders():
+    import tempfile
+
+    folder = tempfile.mkdtemp()
+
+    @exercise_check("99.6")
+    def check_path(f) -> str:
+        require(False, f"\x1b[1m{folder}/model.keras\x1b[0m is not there")
+        return "never"
+
+    try:
+        with pytest.raises(CheckFailed) as caught:
+            check_path(None)
+        assert str(caught.value) == "Exercise 99.6: model.keras is not there"
+    finally:
+        import os
+        os.rmdir(folder)
+
+
+def test_a_compiled_extension_frame_is_not_blamed_on_the_learner():
+    """h5py's Cython modules name their files relatively ("h5py/h5f.pyx"): the learner's calling line is shown."""
+    namespace: dict = {}
+    code = compile("def open_file(name):\n    raise FileNotFoundError('Unable to synchronously open file')\n",
+                   "h5py/h5f.pyx", "exec")
+    exec(code, namespace)
+
+    def load(x):
+        return namespace["open_file"]("model.weights.h5")
+
+    with pytest.raises(LearnerCodeError) as caught:
+        check_double(load)
+    assert "in load(), at this line:" in str(caught.value)
+    assert "h5f" not in str(caught.value).split("\n")[0]

@@ -73,9 +73,9 @@ def test_tf215_frozen_graph_answers_as_recorded(names):
 @pytest.mark.parametrize("name", ["v1_resource", "v1_ref"])
 def test_tf215_v1_convert_variables_to_constants_loads(name):
     run = deploy.load_frozen_graph(str(V1 / f"{name}.pb"), "input_x", ["probs", "logits"])
-    probs, logits = run(np.asarray(V1_MANIFEST["input"], np.float32))
-    np.testing.assert_allclose(probs, V1_MANIFEST[name]["probs"], atol=1e-6)
-    np.testing.assert_allclose(logits, V1_MANIFEST[name]["logits"], atol=1e-6)
+    probs, logits = run(np.asarray(V1_MANIFEST["v1_ref"]["input"], np.float32))
+    np.testing.assert_allclose(probs, V1_MANIFEST[name]["output"]["probs"], atol=1e-6)
+    np.testing.assert_allclose(logits, V1_MANIFEST[name]["output"]["logits"], atol=1e-6)
 
 
 def test_tf215_v1_wrong_name_lists_candidates():
@@ -126,7 +126,7 @@ def test_compare_runtimes_on_the_tf215_files():
 
 
 def test_compare_runtimes_on_the_v1_file_runs_the_unconsumed_output():
-    table = deploy.compare_runtimes(_Recorded(V1_MANIFEST["v1_ref"]["probs"]), V1_MANIFEST["input"],
+    table = deploy.compare_runtimes(_Recorded(V1_MANIFEST["v1_ref"]["output"]["probs"]), V1_MANIFEST["v1_ref"]["input"],
                                     [V1 / "v1_ref.pb"], repeat=1)
     assert table.row("v1_ref.pb").max_difference < 1e-6
 
@@ -170,11 +170,6 @@ def test_truncated_frozen_graph(tmp_path, fraction):
         deploy.model_file_kind(path)
 
 
-TRUNCATED_TFLITE = ("compare_runtimes lets ai_edge_litert's raw ValueError ('The model is not a valid "
-                    "Flatbuffer buffer') escape: model_file_kind trusts the 'TFL3' tag alone")
-
-
-@pytest.mark.xfail(strict=True, reason=TRUNCATED_TFLITE)
 @pytest.mark.parametrize("fraction", [0.5, 0.9])
 def test_truncated_tflite_in_compare_runtimes(tmp_path, fraction):
     data = (TF215 / "functional_bn.tflite").read_bytes()
@@ -182,9 +177,10 @@ def test_truncated_tflite_in_compare_runtimes(tmp_path, fraction):
     path.write_bytes(data[: int(len(data) * fraction)])
     with pytest.raises(NotAModelFileError):
         deploy.compare_runtimes(_Recorded(FROZEN["keras_output"]), FROZEN["input"], [path], repeat=1)
+    with pytest.raises(NotAModelFileError, match="LiteRT refuses"):
+        deploy.model_file_kind(path)
 
 
-@pytest.mark.xfail(strict=True, reason=TRUNCATED_TFLITE)
 def test_tflite_with_only_its_header(tmp_path):
     path = tmp_path / "head.tflite"
     path.write_bytes((TF215 / "functional_bn.tflite").read_bytes()[:8])
@@ -216,6 +212,40 @@ def test_bit_flipped_frozen_graph_gives_right_answers_or_an_error(tmp_path):
         except Exception as error:  # noqa: BLE001 - the point: which raw errors escape
             raw.append(f"{index}: {type(error).__name__}: {str(error)[:80]}")
     assert not raw, raw
+
+
+def test_bit_flipped_tflite_gives_a_table_or_an_error(tmp_path):
+    """Flip one byte at a time across a .tflite: compare_runtimes tabulates it or refuses it clearly."""
+    data = (TF215 / "functional_bn.tflite").read_bytes()
+    raw, refused = [], 0
+    for index, damaged in enumerate(_flip_every(data, range(0, len(data), max(1, len(data) // 78)))):
+        path = tmp_path / f"flip{index}.tflite"
+        path.write_bytes(damaged)
+        try:
+            deploy.compare_runtimes(_Recorded(FROZEN["keras_output"]), FROZEN["input"], [path], repeat=1)
+        except (NotAModelFileError, StructureMismatchError):
+            refused += 1
+        except Exception as error:  # noqa: BLE001 - the point: which raw errors escape
+            raw.append(f"{index}: {type(error).__name__}: {str(error)[:80]}")
+    assert not raw, raw
+    assert refused > 0
+
+
+def test_flipped_weight_byte_loads_silently(tmp_path):
+    """No checksum in a frozen .pb: a flipped bit inside a weight loads and answers differently."""
+    data = bytearray((TF215 / "frozen_graph.pb").read_bytes())
+    run = deploy.load_frozen_graph(TF215 / "frozen_graph.pb", "features", "Identity")
+    batch = np.asarray(FROZEN["input"], np.float32)
+    graph = deploy._read_graph_def(str(TF215 / "frozen_graph.pb"))
+    content = max((node.attr["value"].tensor.tensor_content for node in graph.node if node.op == "Const"),
+                  key=len)
+    offset = bytes(data).find(content) + 3  # the high byte of the first float32 weight
+    data[offset] ^= 0x01
+    path = tmp_path / "flipped.pb"
+    path.write_bytes(bytes(data))
+    assert deploy.model_file_kind(path) == deploy.KINDS[1]
+    damaged = deploy.load_frozen_graph(path, "features", "Identity")(batch)
+    assert not np.allclose(damaged, run(batch), atol=1e-6)
 
 
 # --------------------------------------------------------------------------- odd paths, existing outputs

@@ -24,6 +24,7 @@ MOVED = [
     ("keras2", "Keras2MismatchError", ValueError),
     ("keras2", "Keras2RunError", RuntimeError),
     ("keras2", "LegacyModelError", ValueError),
+    ("keras2", "Keras2ExportError", ValueError),
     ("resume", "TrainingStateError", ValueError),
     ("deploy", "NotAModelFileError", ValueError),
     ("deploy", "TensorNotFoundError", ValueError),

@@ -10,6 +10,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
+sys.path.insert(0, str(ROOT / "tests"))
 
 import make_exercises  # noqa: E402
 from make_exercises import (  # noqa: E402
@@ -37,8 +38,53 @@ def test_region_becomes_an_indented_stub():
 def test_several_regions_in_one_cell():
     source = "### BEGIN SOLUTION\na = 1\n### END SOLUTION\nkeep = True\n### BEGIN SOLUTION\nb = 2\n### END SOLUTION"
     stubbed, _ = strip_solutions(source, CODE_STUB)
-    assert stubbed.count("raise NotImplementedError()") == 2
+    assert stubbed.count("# YOUR CODE HERE") == 2
     assert "keep = True" in stubbed and "a = 1" not in stubbed and "b = 2" not in stubbed
+
+
+def test_a_top_level_region_does_not_raise():
+    """'Run all' must not stop at an answer cell: only a function's stub raises, when it is called."""
+    source = ("def f():\n    ### BEGIN SOLUTION\n    return 1\n    ### END SOLUTION\n\n"
+              "### BEGIN SOLUTION\nf = g(f)\n### END SOLUTION")
+    stubbed, _ = strip_solutions(source, CODE_STUB)
+    assert stubbed == "def f():\n    # YOUR CODE HERE\n    raise NotImplementedError()\n\n# YOUR CODE HERE"
+
+
+def _top_level_raises(source: str) -> list[int]:
+    """Line numbers of `raise` statements that run when the cell runs (not inside a def or class)."""
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:  # IPython magics: not an answer cell
+        return []
+    found, todo = [], list(tree.body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        if isinstance(node, ast.Raise):
+            found.append(node.lineno)
+        todo.extend(ast.iter_child_nodes(node))
+    return found
+
+
+def test_the_top_level_raise_finder():
+    assert _top_level_raises("x = 1\nraise NotImplementedError()") == [2]
+    assert _top_level_raises("def f():\n    raise NotImplementedError()") == []
+    assert _top_level_raises("class C:\n    def g(self):\n        raise ValueError()") == []
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "notebooks").glob("*.ipynb")), ids=lambda p: p.stem)
+def test_no_exercise_cell_raises_at_the_top_level(path):
+    """An answer cell of notebooks/ runs cleanly on "Run all"; its check then says "not done yet"."""
+    nb = nbformat.read(path, as_version=4)
+    answers = [cell for cell in nb.cells if cell.cell_type == "code"
+               and cell.metadata.get("nbgrader", {}).get("solution")]
+    assert answers, f"{path.name} has no answer cell"
+    raising = {index: _top_level_raises(cell.source) for index, cell in enumerate(answers)}
+    raising = {i: lines for i, lines in raising.items() if lines}
+    assert not raising, f"answer cells that raise at the top level (cell: lines): {raising}"
 
 
 def test_cell_without_markers_is_unchanged():
@@ -128,3 +174,33 @@ def test_solution_notebook_shape(path):
     assert len(checks) >= needed, f"{path.name} has {len(checks)} exercise checks, needs {needed}"
     assert len(solutions) >= len(checks), "every check has an exercise cell before it"
     assert nb.cells[0].cell_type == "markdown" and nb.cells[0].source.startswith("# "), "a title comes first"
+
+
+# --------------------------------------------------------------------------- what notebooks/ runs
+
+from exercise_run import (  # noqa: E402  (tests/exercise_run.py, the plugin that runs notebooks/)
+    EXTRA_SECTIONS,
+    TOP_LEVEL_STUBS,
+    cells_to_run,
+)
+
+
+@pytest.mark.parametrize("path", SOLUTIONS, ids=lambda p: p.stem)
+def test_exercise_run_covers_every_exercise_and_skips_only_identical_cells(path):
+    """The cells the exercise test leaves out are the solution's own, run by the strict run."""
+    solution = nbformat.read(path, as_version=4)
+    exercise = make_exercise_notebook(stamp_nbgrader(solution, path.stem))
+    chosen = cells_to_run(exercise, solution, path.stem)
+    code = [i for i, cell in enumerate(exercise.cells) if cell.cell_type == "code"]
+    assert chosen[0] == code[0], "the setup cell runs"
+    for i in code:
+        cell = exercise.cells[i]
+        if "raise NotImplementedError()" in cell.source or "exercise-check" in cell.metadata.get("tags", []):
+            assert i in chosen, f"answer or check cell {i} is not run"
+        elif i not in chosen:
+            assert cell.source == solution.cells[i].source, f"cell {i} differs and is not run"
+
+
+def test_exercise_run_exceptions_name_real_chapters():
+    stems = {path.stem for path in SOLUTIONS}
+    assert set(EXTRA_SECTIONS) <= stems and set(TOP_LEVEL_STUBS) <= stems

@@ -6,6 +6,8 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 
@@ -27,3 +29,74 @@ def test_every_chapter_has_objectives_exercises_mistakes_a_teaching_time_and_a_r
         assert make_kit.exercises(notebook), f"{path.stem}: no exercise headings found"
         assert make_kit.mistakes(ROOT / "helpers" / "checks" / f"ex{path.stem[:2]}.py"), path.stem
         assert path.stem in run_times, f"{path.stem} has no measured run time: python tools/time_chapters.py --json"
+
+
+def test_hint_lists_are_whole_not_cut_at_the_first_full_stop():
+    notes = (ROOT / "instructors" / "chapters.md").read_text()
+    hints = [line[2:] for line in notes.splitlines() if line.startswith("- ")]
+    assert not [hint for hint in hints if hint.endswith(("(e.g", "e.g", "(i.e"))], "a hint is cut short"
+    for hint in hints:
+        assert hint.count("(") == hint.count(")") or "…" in hint, f"a hint is cut inside parentheses: {hint}"
+    whole = [hint for checks in sorted((ROOT / "helpers" / "checks").glob("ex*.py"))
+             for hint in make_kit.mistakes(checks) if ". " in hint.rstrip(".")]
+    assert whole, "no hint of more than one sentence: the test no longer shows hints are whole"
+    assert all(hint in notes for hint in whole)
+
+
+# --------------------------------------------------------------------------- collecting results
+
+import collect_results  # noqa: E402
+
+
+def _execute(notebook, folder: Path):
+    from nbclient import NotebookClient
+
+    NotebookClient(notebook, timeout=600, allow_errors=True, kernel_name="python3",
+                   resources={"metadata": {"path": str(folder)}}).execute()
+    return notebook
+
+
+def test_collect_results_reads_executed_notebooks_with_right_wrong_and_missing_answers(tmp_path, capsys):
+    import nbformat
+
+    stem = "00_start_here"
+    exercise = nbformat.read(ROOT / "notebooks" / f"{stem}.ipynb", as_version=4)
+    solution = nbformat.read(ROOT / "solutions" / f"{stem}.ipynb", as_version=4)
+    answers = {cell.metadata["nbgrader"]["grade_id"]: cell.source for cell in solution.cells
+               if cell.metadata.get("nbgrader", {}).get("solution")}
+    # bob: 00.1 wrong (returns the old name unchanged), 00.2 left as the stub, 00.3 right.
+    bob = nbformat.from_dict(exercise)
+    for cell in bob.cells:
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id", "")
+        if grade_id == f"{stem}-answer-1":
+            cell.source = cell.source.replace("raise NotImplementedError()", "return old")
+        elif grade_id == f"{stem}-answer-3":
+            cell.source = answers[grade_id]
+    submissions = tmp_path / "submissions"
+    (submissions / "ada").mkdir(parents=True)
+    (submissions / "cy").mkdir()
+    nbformat.write(_execute(nbformat.from_dict(solution), tmp_path), submissions / "ada" / f"{stem}.ipynb")
+    nbformat.write(_execute(bob, tmp_path), submissions / f"bob__{stem}.ipynb")
+    nbformat.write(exercise, submissions / "cy" / f"{stem}.ipynb")  # saved without running it
+
+    results = collect_results.collect(submissions)
+    assert results == {
+        "ada": {"00.1": "passed", "00.2": "passed", "00.3": "passed"},
+        "bob": {"00.1": "not right", "00.2": "not done", "00.3": "passed"},
+        "cy": {"00.1": "not run", "00.2": "not run", "00.3": "not run"},
+    }
+    csv_file = tmp_path / "results.csv"
+    assert collect_results.main([str(submissions), "--csv", str(csv_file)]) == 0
+    table = capsys.readouterr().out.splitlines()
+    assert table[0].split(" | ") == ["learner", "00.1", "00.2", "00.3", "passed"]
+    assert [row.split(" | ")[0].strip() for row in table[2:5]] == ["ada", "bob", "cy"]
+    assert table[3].split(" | ")[1:] == ["✘   ", "–   ", "✔   ", "1/3"]
+    lines = csv_file.read_text().splitlines()
+    assert lines[0] == "learner,exercise,verdict" and "bob,00.1,not right" in lines and len(lines) == 10
+    assert collect_results.main([str(submissions), "--csv", str(csv_file)]) == 1, "an existing CSV is kept"
+
+
+def test_collect_results_refuses_a_notebook_it_cannot_attribute(tmp_path):
+    (tmp_path / "00_start_here.ipynb").write_text("{}")
+    with pytest.raises(ValueError, match="<learner>__<chapter>.ipynb"):
+        collect_results.collect(tmp_path)

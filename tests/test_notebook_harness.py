@@ -41,6 +41,7 @@ def started():
                 print("graph-values", sess.run(w).round(4).tolist())
         print("eager-values", tf.random.uniform([3]).numpy().round(4).tolist())
         print("saved", tf.train.Checkpoint(v=tf.Variable(1.0)).write("ckpt/v"))
+        print("tf32", tf.config.experimental.tensor_float_32_execution_enabled())
         """
     )
     assert result.returncode == 0, result.stderr
@@ -61,6 +62,12 @@ def test_moves_into_a_temporary_folder_that_is_removed_at_exit(started, tmp_path
     assert "tf-course-" in folder
     assert not __import__("os").path.exists(folder), "the work folder outlived the kernel"
     assert lines["saved"] == "ckpt/v", "relative paths stay relative"
+
+
+def test_tensor_float_32_is_off(started):
+    """On Ampere+ GPUs TF32 would move float32 matmuls by ~1e-3 from the CPU's (LiteRT, ONNX)."""
+    _, lines = started
+    assert lines["tf32"] == "False"
 
 
 def test_randomness_repeats_across_runs(started):

@@ -31,3 +31,14 @@ def test_a_failing_check_is_reported_with_what_to_do(capsys):
     assert out[1].startswith("✘ keras 2.15 is installed: run `make setup`")
     assert out[2].startswith("✘ crashing: OSError: disk full")
     assert out[3].startswith("Not ready yet")
+
+
+def test_keras2_is_checked_in_a_process_of_its_own(monkeypatch):
+    assert preflight.check_keras2 in preflight.CHECKS
+    monkeypatch.setattr(preflight, "_KERAS2_CODE", "raise SystemExit('tf_keras could not load')")
+    try:
+        preflight.check_keras2()
+    except preflight.NotReady as problem:
+        assert str(problem) == "Keras 2 (tf-keras) fails in a process of its own: tf_keras could not load"
+    else:
+        raise AssertionError("a failing Keras 2 subprocess was not reported")

@@ -11,7 +11,7 @@ from tests import realfiles
 from tests.realfiles import DATA
 
 LIMIT_BYTES = 5 * 1024 * 1024  # the whole store stays small
-NOT_ARTIFACTS = {"README.md", "MANIFEST.json", "LICENSE"}
+NOT_ARTIFACTS = {"README.md", "MANIFEST.json", "LICENSE", "RESULTS.json"}  # RESULTS: measured, not a file to read
 REQUIRED = {"path", "kind", "written_by", "description", "input", "output", "notes"}
 
 

@@ -166,3 +166,156 @@ def test_no_link_is_broken(site, server, browser):
                 broken.append(f"{name}: {link} (no #{anchor} on that page)")
     assert not broken, "\n".join(broken)
     assert len(checked) > len(CHAPTERS)
+
+
+# --------------------------------------------------------------------------- reading it like a book
+
+PHONE, DESKTOP = (390, 844), (1280, 900)
+CHAPTER = CHAPTERS[3].stem  # a long chapter with several exercises
+
+
+def _viewport(browser, size: tuple[int, int], dark: bool = False) -> None:
+    width, height = size
+    browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
+        "width": width, "height": height, "deviceScaleFactor": 1, "mobile": width < 600})
+    browser.execute_cdp_cmd("Emulation.setEmulatedMedia", {
+        "features": [{"name": "prefers-color-scheme", "value": "dark" if dark else "light"}]})
+
+
+def _screenshot(browser, name: str) -> None:
+    folder = os.environ.get("COURSE_SCREENSHOTS")
+    if folder:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        browser.save_screenshot(str(Path(folder) / f"{name}.png"))
+
+
+@pytest.fixture
+def sized(browser):
+    yield browser
+    _viewport(browser, DESKTOP)
+    browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+
+def test_search_index_covers_every_page(site):
+    text = (site / "search-index.js").read_text(encoding="utf-8")
+    assert text.startswith("window.COURSE_INDEX = ")
+    index = __import__("json").loads(text[len("window.COURSE_INDEX = "):].rstrip().rstrip(";"))
+    pages = {entry["p"].split("#")[0] for entry in index}
+    assert pages == set(_page_names(site))
+    assert any("shared_name" in entry["x"] for entry in index)
+
+
+@needs_browser
+def test_every_page_fits_a_phone_with_navigation_not_pinned(site, server, sized):
+    _viewport(sized, PHONE)
+    for name in _page_names(site):
+        sized.get(server + name)
+        width, inner = sized.execute_script(
+            "return [document.documentElement.scrollWidth, window.innerWidth];")
+        assert width <= inner, f"{name} is {width} px wide on a {inner} px screen"
+        position = sized.execute_script(
+            "return getComputedStyle(document.querySelector('.course-nav')).position;")
+        assert position in {"static", "relative"}, f"{name}: the navigation stays pinned on a phone ({position})"
+        wrapping = sized.execute_script(
+            "return Array.from(document.querySelectorAll('pre')).map(p => getComputedStyle(p).whiteSpace)"
+            ".filter(w => w !== 'pre');")
+        assert not wrapping, f"{name}: code or output wraps instead of scrolling ({set(wrapping)})"
+        tables = sized.execute_script(
+            "return Array.from(document.querySelectorAll('table')).map(t => getComputedStyle(t).overflowX);")
+        assert all(overflow == "auto" for overflow in tables), f"{name}: a table does not scroll sideways"
+        if name in {"index.html", f"{CHAPTER}.html"}:
+            _screenshot(sized, f"phone-{name}")
+    sized.get(server + f"{CHAPTER}.html")
+    sized.execute_script("window.scrollTo(0, 2500);")
+    on_screen = sized.execute_script("return document.querySelector('.course-nav').getBoundingClientRect().bottom;")
+    assert on_screen < 0, "scrolled down, the navigation should have scrolled away"
+    _screenshot(sized, f"phone-{CHAPTER}-scrolled")
+
+
+@needs_browser
+def test_one_navigation_style_pinned_on_a_desktop(site, server, sized):
+    _viewport(sized, DESKTOP)
+    styles = {}
+    for name in ["index.html", f"{CHAPTER}.html", "instructors/cheatsheet.html"]:
+        sized.get(server + name)
+        styles[name] = sized.execute_script(
+            "const nav = document.querySelector('.course-nav'), s = getComputedStyle(nav),"
+            " box = nav.getBoundingClientRect();"
+            "return [s.position, s.fontFamily, s.fontSize, s.backgroundColor, box.left, box.top,"
+            " Math.round(box.width) === document.documentElement.clientWidth];")
+        _screenshot(sized, f"desktop-{name.replace('/', '_')}")
+    assert len({tuple(style) for style in styles.values()}) == 1, styles
+    assert styles["index.html"][0] == "sticky" and styles["index.html"][4:] == [0, 0, True]
+
+
+@needs_browser
+def test_a_chapter_has_contents_and_folded_solutions(site, server, sized):
+    _viewport(sized, DESKTOP)
+    sized.get(server + f"{CHAPTER}.html")
+    sections = sized.execute_script("return Array.from(document.querySelectorAll('h2[id]')).map(h => h.id);")
+    links = sized.execute_script(
+        "return Array.from(document.querySelectorAll('.course-toc a')).map(a => a.getAttribute('href'));")
+    assert links == [f"#{section}" for section in sections] and len(links) >= 4
+    solutions = nbformat.read(ROOT / "solutions" / f"{CHAPTER}.ipynb", as_version=4).cells
+    expected = sum(cell.cell_type == "code" and "### BEGIN SOLUTION" in cell.source for cell in solutions)
+    folds = sized.find_elements("css selector", "details.course-solution")
+    assert len(folds) == expected >= 3
+    assert not any(fold.get_attribute("open") for fold in folds)
+    code = folds[0].find_element("css selector", ".jp-Cell")
+    assert not code.is_displayed(), "a solution shows before it is opened"
+    sized.execute_script("arguments[0].scrollIntoView({block: 'center'});", folds[0])
+    folds[0].find_element("css selector", "summary").click()
+    assert folds[0].get_attribute("open") is not None and code.is_displayed()
+    _screenshot(sized, f"desktop-{CHAPTER}-solution-open")
+
+
+@needs_browser
+def test_search_finds_a_section_from_any_page_offline(site, server, sized):
+    _viewport(sized, PHONE)
+    for start in ["index.html", "instructors/setup.html"]:
+        sized.get(server + start)
+        box = sized.find_element("id", "course-search")
+        box.send_keys("shared_name trap")
+        sized.implicitly_wait(0)
+        from selenium.webdriver.support.ui import WebDriverWait
+
+        WebDriverWait(sized, 10).until(lambda b: b.execute_script(
+            "return !document.getElementById('course-results').hidden;"))
+        results = sized.find_elements("css selector", "#course-results a")
+        assert results, f"searching from {start} found nothing"
+        assert any("03_many_models.html#" in result.get_attribute("href") for result in results)
+        left, right, inner = sized.execute_script(
+            "const box = document.getElementById('course-results').getBoundingClientRect();"
+            "return [box.left, box.right, window.innerWidth];")
+        assert 0 <= left and right <= inner, f"the results stick out of the screen ({left}..{right} of {inner})"
+        _screenshot(sized, f"phone-search-from-{start.replace('/', '_')}")
+        results[0].click()
+        assert sized.current_url.startswith(server) and "#" in sized.current_url
+    errors = [entry["message"] for entry in sized.get_log("browser") if entry["level"] == "SEVERE"]
+    assert not errors, errors
+
+
+def _background_lightness(browser) -> float:
+    rgb = browser.execute_script("return getComputedStyle(document.body).backgroundColor;")
+    red, green, blue = (int(part) for part in rgb[rgb.index("(") + 1: rgb.index(")")].split(",")[:3])
+    return (red + green + blue) / (3 * 255)
+
+
+@needs_browser
+def test_dark_mode_follows_the_system_setting(site, server, sized):
+    for name in ["index.html", f"{CHAPTER}.html"]:
+        _viewport(sized, DESKTOP, dark=False)
+        sized.get(server + name)
+        assert _background_lightness(sized) > 0.8, f"{name} is not light in light mode"
+        _viewport(sized, DESKTOP, dark=True)
+        sized.get(server + name)
+        assert _background_lightness(sized) < 0.2, f"{name} is not dark in dark mode"
+        text = sized.execute_script(
+            "const p = document.querySelector('main p, .jp-RenderedMarkdown p'); return getComputedStyle(p).color;")
+        assert sum(int(x) for x in text[text.index("(") + 1: text.index(")")].split(",")[:3]) > 3 * 150, text
+        _screenshot(sized, f"dark-{name}")
+    _viewport(sized, PHONE, dark=True)
+    sized.get(server + f"{CHAPTER}.html")
+    sized.execute_script("document.querySelector('details.course-solution').open = true;"
+                         "document.querySelector('details.course-solution').scrollIntoView();")
+    _screenshot(sized, f"dark-phone-{CHAPTER}-solution")

@@ -12,11 +12,20 @@ use (cross-references, citations, math).
 
 A link to a file that does not exist, or that the site does not publish, stops the build
 with an error naming the page and the link: the site never ships a broken link.
+
+Every page has the same navigation bar (pinned on wide screens, scrolling away on a phone), an
+offline search box (``search-index.js``, built here, and ``search.js``: plain JavaScript, loaded
+from the site's own folder on the first keystroke), and follows the system's dark mode. A chapter
+page starts with its contents list and folds each exercise's solution (open on click). When the
+course's address is set (tools/course_address.py), chapter pages link to the exercise notebook in
+Colab and every page to the repository.
 """
 
 from __future__ import annotations
 
+import copy
 import html
+import json
 import posixpath
 import re
 import shutil
@@ -29,11 +38,15 @@ from nbconvert import HTMLExporter
 from nbconvert.filters.markdown_mistune import markdown2html_mistune
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import course_address  # noqa: E402  (tools/ is not a package)
+
 SOLUTIONS = ROOT / "solutions"
 EXERCISES = ROOT / "notebooks"
 # Markdown pages published beside the chapters (repository path -> page title).
 PAGES = {
     "README.md": "Course map",
+    "instructors/setup.md": "Setting up your machine",
     "instructors/README.md": "Instructors' guide",
     "instructors/schedule.md": "Workshop schedules",
     "instructors/chapters.md": "Chapter notes for instructors",
@@ -120,29 +133,105 @@ def rewrite_links(page_html: str, source: str, page: str, chapters: dict[str, Ch
 
 # No favicon: an empty one keeps browsers from asking the server for /favicon.ico.
 _NO_ICON = '<link rel="icon" href="data:,">'
+SOLUTION_TAG = "course-solution"
 _STYLE = """
-body.course-page { margin: 0; font-family: system-ui, -apple-system, "Segoe UI", sans-serif; }
+html, body { margin: 0; }
+body { background: #ffffff; color: #212121; }
+body.jp-Notebook { padding: 0 !important; }
+.course-chapter { padding: 10px; }
 .course-nav { position: sticky; top: 0; z-index: 10; background: #263238; color: #eceff1;
-  padding: 0.5rem 1.5rem; font-size: 0.95rem; display: flex; flex-wrap: wrap; gap: 0.4rem 1.2rem; }
+  padding: 0.5rem 1.5rem; font: 0.95rem/1.5 system-ui, -apple-system, "Segoe UI", sans-serif;
+  display: flex; flex-wrap: wrap; align-items: center; gap: 0.4rem 1.2rem; margin: 0; }
 .course-nav a { color: #ffffff; text-decoration: none; }
 .course-nav a:hover { text-decoration: underline; }
 .course-nav .spacer { flex: 1; }
+.course-search { position: relative; }
+.course-search input { font: inherit; width: 12rem; max-width: 100%; padding: 0.15rem 0.4rem;
+  border-radius: 4px; border: 1px solid #90a4ae; background: #37474f; color: #fff; }
+.course-results { position: absolute; right: 0; top: 2rem; width: min(34rem, 92vw); max-height: 70vh;
+  overflow-y: auto; background: #fff; color: #212121; border: 1px solid #90a4ae; border-radius: 4px;
+  box-shadow: 0 4px 16px rgba(0,0,0,.3); z-index: 20; }
+.course-results[hidden] { display: none; }
+.course-results a { display: block; padding: 0.4rem 0.7rem; color: #0d47a1; border-bottom: 1px solid #eceff1; }
+.course-results small { display: block; color: #546e7a; }
+.course-results p { margin: 0.5rem 0.7rem; }
+body.course-page, .course-text { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; }
 .course-text { max-width: 60rem; margin: 1.5rem auto; padding: 0 1.5rem; line-height: 1.55; }
 .course-text table { border-collapse: collapse; margin: 1rem 0; }
 .course-text th, .course-text td { border: 1px solid #cfd8dc; padding: 0.3rem 0.6rem; vertical-align: top; }
 .course-text code { background: #eceff1; padding: 0 0.2rem; border-radius: 3px; }
 .course-text pre { background: #eceff1; padding: 0.8rem; overflow-x: auto; }
 .course-text pre code { background: none; padding: 0; }
+/* Tables and code scroll sideways instead of wrapping or widening the page. */
+table { display: block; overflow-x: auto; max-width: 100%; }
+pre { white-space: pre !important; word-break: normal !important; overflow-wrap: normal !important;
+  overflow-x: auto; max-width: 100%; }
+img { max-width: 100%; height: auto; }
+.jp-Cell, .jp-OutputArea-output, .jp-RenderedText, .jp-RenderedHTMLCommon { min-width: 0; max-width: 100%; }
+.course-toc { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; }
+.course-toc details { border: 1px solid #cfd8dc; border-radius: 6px; padding: 0.5rem 1rem; }
+.course-toc ul { list-style: none; padding-left: 0.5rem; margin: 0.4rem 0; }
+.course-toc { margin: 0.5rem 0 1rem var(--jp-cell-prompt-width, 0); }
+.course-text .anchor-link { visibility: hidden; text-decoration: none; }
+.course-text :hover > .anchor-link { visibility: visible; }
+.course-toc summary, .course-solution > summary { cursor: pointer; font-weight: 600; }
+.course-solution { margin: 0.5rem 0 0.5rem var(--jp-cell-prompt-width, 0); border: 1px dashed #90a4ae;
+  border-radius: 6px; padding: 0.4rem 0.8rem; font-family: system-ui, -apple-system, "Segoe UI", sans-serif; }
+.course-solution > .jp-Cell { margin-left: calc(-1 * var(--jp-cell-prompt-width, 0)); }
+@media (max-width: 700px) {
+  .course-nav { position: relative; padding: 0.5rem 0.8rem; }
+  .course-search { position: static; }
+  .course-results { top: 100%; left: 0.5rem; right: 0.5rem; width: auto; }
+  .course-text { padding: 0 0.8rem; }
+  .course-toc { margin-left: 0; }
+  .jp-InputPrompt, .jp-OutputPrompt { display: none !important; }
+  .course-chapter { padding: 0.3rem; }
+  .jp-Cell { padding: 0.2rem 0 !important; }
+  .course-solution { margin-left: 0; }
+  .course-solution > .jp-Cell { margin-left: 0; }
+  .course-search input { width: 9rem; }
+}
+@media (prefers-color-scheme: dark) {
+  :root { color-scheme: dark; }
+  body, body.jp-Notebook, .course-page { background: #121212 !important; color: #e0e0e0; }
+  .jp-Notebook, .jp-Cell, .jp-RenderedHTMLCommon, .jp-RenderedText, .jp-OutputArea-output {
+    --jp-layout-color0: #121212; --jp-layout-color1: #1e1e1e; --jp-layout-color2: #263238;
+    --jp-layout-color3: #37474f; --jp-inverse-layout-color0: #eceff1; --jp-cell-editor-background: #1e1e1e;
+    --jp-cell-editor-border-color: #37474f; --jp-content-font-color0: #f5f5f5;
+    --jp-content-font-color1: #e0e0e0; --jp-content-font-color2: #bdbdbd; --jp-ui-font-color1: #e0e0e0;
+    --jp-content-link-color: #90caf9; --jp-rendermime-error-background: #3e2723;
+    --jp-mirror-editor-keyword-color: #80cbc4; --jp-mirror-editor-string-color: #ef9a9a;
+    --jp-mirror-editor-comment-color: #a5d6a7; --jp-mirror-editor-number-color: #a5d6a7;
+    --jp-mirror-editor-def-color: #90caf9; --jp-mirror-editor-variable-color: #e0e0e0;
+    --jp-mirror-editor-builtin-color: #80cbc4; --jp-mirror-editor-operator-color: #ce93d8;
+    --jp-mirror-editor-variable-2-color: #90caf9; --jp-mirror-editor-property-color: #90caf9;
+    --jp-mirror-editor-meta-color: #ce93d8; --jp-mirror-editor-attribute-color: #90caf9;
+    --jp-mirror-editor-qualifier-color: #90caf9; --jp-mirror-editor-bracket-color: #bdbdbd;
+    --jp-mirror-editor-tag-color: #80cbc4; --jp-mirror-editor-header-color: #90caf9;
+    color: #e0e0e0; }
+  .jp-RenderedHTMLCommon :not(pre) > code { background: #263238 !important; color: #eceff1 !important; }
+  .highlight, .highlight pre { background: #1e1e1e !important; color: #e0e0e0; }
+  a { color: #90caf9; }
+  .course-text code, .course-text pre { background: #263238; color: #eceff1; }
+  .course-text th, .course-text td, .course-toc details { border-color: #455a64; }
+  .course-results { background: #1e1e1e; color: #e0e0e0; }
+  .course-results a { color: #90caf9; border-bottom-color: #37474f; }
+  .course-results small { color: #b0bec5; }
+  img { background: #fff; }
+}
 """
 
 
 def navigation(page: str, chapters: list[Chapter], chapter: Chapter | None) -> str:
-    """The bar at the top of every page: course map, previous and next chapter, kit, downloads."""
+    """The bar at the top of every page: course map, previous and next chapter, kit, search."""
 
     def link(target: str, text: str, extra: str = "") -> str:
         href = posixpath.relpath(target, posixpath.dirname(page) or ".")
         return f'<a href="{html.escape(href)}"{extra}>{html.escape(text)}</a>'
 
+    root = posixpath.relpath(".", posixpath.dirname(page) or ".")
+    root = "" if root == "." else root + "/"
+    url, ref = course_address.repository(), course_address.release_ref()
     items = [link("index.html", "Course map")]
     if chapter is not None:
         index = chapters.index(chapter)
@@ -154,9 +243,20 @@ def navigation(page: str, chapters: list[Chapter], chapter: Chapter | None) -> s
     if chapter is not None:
         items.append(link(f"exercises/{chapter.stem}.ipynb", "Exercise notebook", " download"))
         items.append(link(f"solutions/{chapter.stem}.ipynb", "Solution notebook", " download"))
+        colab = course_address.colab_url(url, ref, f"notebooks/{chapter.stem}.ipynb")
+        if colab:
+            items.append(f'<a class="course-colab" href="{html.escape(colab)}">Open in Colab</a>')
+    items.append(link("instructors/setup.html", "Setup"))
     items.append(link("instructors/cheatsheet.html", "Cheat sheet"))
     items.append(link("instructors/README.html", "Instructors"))
-    return '<nav class="course-nav">' + "\n".join(items) + "</nav>"
+    if url:
+        items.append(f'<a class="course-source" href="{html.escape(url)}">Source</a>')
+    items.append(
+        f'<span class="course-search" data-root="{html.escape(root)}"><input type="search" '
+        'id="course-search" placeholder="Search the course" aria-label="Search the course" autocomplete="off">'
+        '<div class="course-results" id="course-results" hidden></div></span>')
+    return ('<nav class="course-nav">' + "\n".join(items) + "</nav>"
+            f'<script src="{html.escape(root)}search.js" defer></script>')
 
 
 def text_page(title: str, body: str, nav: str) -> str:
@@ -169,14 +269,133 @@ def text_page(title: str, body: str, nav: str) -> str:
     )
 
 
+_H2 = re.compile(r'<h2 id="(?P<id>[^"]+)">(?P<text>.*?)</h2>', re.S)
+
+
+def _plain(fragment: str) -> str:
+    """Text of an HTML fragment: no tags, no styles or scripts, whitespace collapsed."""
+    fragment = re.sub(r"<(style|script|svg)\b.*?</\1>", " ", fragment, flags=re.S)
+    fragment = re.sub(r'<a class="anchor-link".*?</a>', "", fragment, flags=re.S)
+    return re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", " ", fragment))).strip()
+
+
+def contents(page_html: str) -> str:
+    """A chapter's contents list: a link to each of its ``##`` sections."""
+    items = [f'<li><a href="#{match["id"]}">{html.escape(_plain(match["text"]))}</a></li>'
+             for match in _H2.finditer(page_html)]
+    return ('<nav class="course-toc" aria-label="Contents"><details open><summary>Contents</summary><ul>'
+            + "".join(items) + "</ul></details></nav>")
+
+
+def _element_end(text: str, start: int) -> int:
+    """Where the ``<div>`` opened at ``start`` closes (just after its ``</div>``)."""
+    depth = 0
+    for match in re.compile(r"<div\b|</div>").finditer(text, start):
+        depth += 1 if match[0] == "<div" else -1
+        if depth == 0:
+            return match.end()
+    raise SiteError("unbalanced <div> in a chapter page")
+
+
+def fold_solutions(page_html: str) -> str:
+    """Wrap every cell tagged ``course-solution`` in a ``<details>`` that opens on click."""
+    marker = f"celltag_{SOLUTION_TAG}"
+    while (tag_at := page_html.find(marker)) >= 0:
+        start = page_html.rfind('<div class="jp-Cell ', 0, tag_at)
+        end = _element_end(page_html, start)
+        cell = page_html[start:end].replace(marker, "course-solution-cell", 1)
+        page_html = (page_html[:start] + '<details class="course-solution"><summary>Solution (click to open)'
+                     "</summary>" + cell + "</details>" + page_html[end:])
+    return page_html
+
+
 def chapter_page(notebook: nbformat.NotebookNode, title: str, nav: str, fix_links) -> str:
     """A chapter's notebook as a self-contained page: outputs and plots inline, no remote scripts."""
+    notebook = copy.deepcopy(notebook)
+    for cell in notebook.cells:
+        if cell.cell_type == "code" and "### BEGIN SOLUTION" in cell.source:
+            cell.metadata.setdefault("tags", []).append(SOLUTION_TAG)
     exporter = HTMLExporter(template_name="lab")
     body, _ = exporter.from_notebook_node(notebook, resources={"metadata": {"name": title}})
     body = fix_links(_EXTERNAL_SCRIPT.sub("", body))
     body = _REMOTE_MODULE.sub("", body)
     body = body.replace("</head>", f'{_NO_ICON}<style>{_STYLE}</style></head>', 1)
-    return re.sub(r"<body([^>]*)>", lambda m: f"<body{m[1]}>\n{nav}", body, count=1)
+    body = fold_solutions(body)
+    toc = contents(body)
+    title_end = _element_end(body, body.index('<div class="jp-Cell '))  # the contents go under the title cell
+    body = body[:title_end] + toc + body[title_end:]
+    body = re.sub(r"<body([^>]*)>", lambda m: f'<body{m[1]}>\n{nav}\n<main class="course-chapter">', body,
+                  count=1)
+    return body.replace("</body>", "</main></body>", 1)
+
+
+def search_sections(page: str, title: str, page_html: str) -> list[dict[str, str]]:
+    """The search index's entries for one page: the page's opening, then one per ``##`` section."""
+    body = page_html.split("</nav>", 1)[-1]
+    body = re.sub(r'<nav class="course-toc".*?</nav>', " ", body, flags=re.S)
+    matches = list(_H2.finditer(body))
+    entries = [{"p": page, "t": title, "h": "", "x": _plain(body[: matches[0].start() if matches else None])}]
+    for match, following in zip(matches, matches[1:] + [None]):
+        text = body[match.end(): following.start() if following else None]
+        entries.append({"p": f"{page}#{match['id']}", "t": title, "h": _plain(match["text"]), "x": _plain(text)})
+    return [entry for entry in entries if entry["x"] or entry["h"]]
+
+
+SEARCH_JS = r"""// Offline search over the course: the index (search-index.js) loads on the first keystroke.
+(function () {
+  var box = document.getElementById("course-search");
+  var list = document.getElementById("course-results");
+  if (!box || !list) return;
+  var root = box.parentNode.getAttribute("data-root") || "";
+  var loading = false;
+  function load(then) {
+    if (window.COURSE_INDEX) return then();
+    if (loading) return;
+    loading = true;
+    var script = document.createElement("script");
+    script.src = root + "search-index.js";
+    script.onload = then;
+    document.head.appendChild(script);
+  }
+  function escape(text) {
+    return text.replace(/[&<>"]/g, function (c) { return {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"}[c]; });
+  }
+  function snippet(text, word) {
+    var at = text.toLowerCase().indexOf(word);
+    var start = Math.max(0, at - 60);
+    return (start > 0 ? "…" : "") + text.substr(start, 160) + (text.length > start + 160 ? "…" : "");
+  }
+  function search() {
+    var words = box.value.toLowerCase().split(/\s+/).filter(function (w) { return w.length > 1; });
+    if (!words.length) { list.hidden = true; list.innerHTML = ""; return; }
+    var found = [];
+    window.COURSE_INDEX.forEach(function (entry) {
+      var head = (entry.t + " " + entry.h).toLowerCase(), body = entry.x.toLowerCase();
+      var score = 0;
+      for (var i = 0; i < words.length; i++) {
+        var inHead = head.indexOf(words[i]) >= 0, inBody = body.indexOf(words[i]) >= 0;
+        if (!inHead && !inBody) return;
+        score += (inHead ? 10 : 0) + (inBody ? 1 : 0);
+      }
+      found.push([score, entry]);
+    });
+    found.sort(function (a, b) { return b[0] - a[0]; });
+    list.innerHTML = found.length ? found.slice(0, 25).map(function (pair) {
+      var entry = pair[1];
+      return '<a href="' + root + entry.p + '">' + escape(entry.t + (entry.h ? " · " + entry.h : "")) +
+        "<small>" + escape(snippet(entry.x, words[0])) + "</small></a>";
+    }).join("") : "<p>Nothing found.</p>";
+    list.hidden = false;
+  }
+  box.addEventListener("input", function () { load(search); });
+  box.addEventListener("keydown", function (event) {
+    if (event.key === "Escape") { list.hidden = true; box.blur(); }
+  });
+  document.addEventListener("click", function (event) {
+    if (!box.parentNode.contains(event.target)) list.hidden = true;
+  });
+})();
+"""
 
 
 def build(out: Path) -> list[str]:
@@ -193,14 +412,17 @@ def build(out: Path) -> list[str]:
         shutil.rmtree(out)
     out.mkdir(parents=True)
     written = []
+    index: list[dict[str, str]] = []
     for source, title in PAGES.items():
         if not (ROOT / source).exists():
             continue
         page = site_path(source, chapters)
         body = markdown2html_mistune((ROOT / source).read_text(encoding="utf-8"))
         body = rewrite_links(body, source, page, chapters)
-        _write(out / page, text_page(title, body, navigation(page, ordered, None)))
+        page_html = text_page(title, body, navigation(page, ordered, None))
+        _write(out / page, page_html)
         written.append(page)
+        index += search_sections(page, title, page_html)
     for stem, notebook in notebooks.items():
         chapter = chapters[stem]
         nav = navigation(chapter.page, ordered, chapter)
@@ -209,11 +431,15 @@ def build(out: Path) -> list[str]:
                                  lambda text: rewrite_links(text, source, chapter.page, chapters))
         _write(out / chapter.page, page_html)
         written.append(chapter.page)
+        index += search_sections(chapter.page, chapter.title, page_html)
         for folder, name in ((EXERCISES, "exercises"), (SOLUTIONS, "solutions")):
             (out / name).mkdir(exist_ok=True)
             shutil.copyfile(folder / f"{stem}.ipynb", out / name / f"{stem}.ipynb")
     for name in COPIED_FILES:
         shutil.copyfile(ROOT / name, out / f"{name}.txt")
+    # A script, not JSON: browsers refuse fetch() from file:// pages, but load scripts.
+    _write(out / "search-index.js", "window.COURSE_INDEX = " + json.dumps(index, ensure_ascii=False) + ";\n")
+    _write(out / "search.js", SEARCH_JS)
     return written
 
 

@@ -13,8 +13,15 @@ What changes between a solution and its exercise notebook:
   instructor can also run nbgrader on the same files;
 * cells that will raise in the exercise version (a stubbed cell, or a cell
   tagged ``exercise-check`` in the solution) get nbval's ``raises-exception``
-  tag, so ``pytest --nbval-lax notebooks/`` accepts the error;
-* every output and execution count is cleared.
+  tag, so ``pytest --nbval-lax notebooks/`` accepts the error (``make test`` checks these
+  cells more closely: tests/exercise_run.py);
+* every output and execution count is cleared;
+* when the course's address is a GitHub one (``[project.urls] Repository`` in pyproject.toml,
+  see tools/course_address.py), two cells tagged ``colab`` go before the setup cell: an
+  "Open in Colab" link and the install cell, which in Colab only installs the course's package
+  (this release, with the ``keras2`` extra) when ``helpers`` is missing, and does nothing
+  anywhere else. Only the exercise notebooks get them (Colab links open those), so the
+  solutions stay nbgrader's source as they are.
 
 It also stamps nbgrader's cell metadata into the solutions themselves, derived
 from the same markers: a cell with a solution region becomes an nbgrader
@@ -40,6 +47,9 @@ EXERCISES = ROOT / "notebooks"
 BEGIN = "### BEGIN SOLUTION"
 END = "### END SOLUTION"
 CODE_STUB = ["# YOUR CODE HERE", "raise NotImplementedError()"]
+# A region at the top level of a cell gets no `raise`: "Run all" would show a red traceback before the
+# check could say "not done yet". The stub raises only inside a function, when the function is called.
+TOP_LEVEL_CODE_STUB = ["# YOUR CODE HERE"]
 MARKDOWN_STUB = ["YOUR ANSWER HERE"]
 CHECK_TAG = "exercise-check"
 RAISES_TAG = "raises-exception"
@@ -47,6 +57,52 @@ _MARKER = re.compile(r"^(?P<indent>\s*)(?P<marker>### (BEGIN|END) SOLUTION)\s*$"
 
 
 NBGRADER_SCHEMA = 3
+COLAB_TAG = "colab"
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import course_address  # noqa: E402  (tools/ is not a package)
+
+
+def colab_install_source(requirement: str) -> str:
+    """The install cell: in Colab, and only when ``helpers`` is missing, pip-install ``requirement``.
+
+    Example:
+        >>> print(colab_install_source("tf-model-state-course @ git+https://example.org/c@v1").splitlines()[0])
+        # In Colab, install the course (this release, with Keras 2) first; elsewhere this does nothing.
+    """
+    return "\n".join([
+        "# In Colab, install the course (this release, with Keras 2) first; elsewhere this does nothing.",
+        "import importlib, importlib.util, subprocess, sys",
+        'if "google.colab" in sys.modules and importlib.util.find_spec("helpers") is None:',
+        *_assignment("    COURSE = ", requirement),
+        '    print("Installing the course (a few minutes the first time)...")',
+        '    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", COURSE], check=True)',
+        "    importlib.invalidate_caches()",
+        "    from helpers.notebook import restart_needed",
+        '    print(restart_needed() or "The course is installed: run the next cell.")',
+    ])
+
+
+def _assignment(start: str, text: str) -> list[str]:
+    """``start + repr(text)``, split at " @ " over two lines when it would pass 100 columns."""
+    if len(start + repr(text)) <= 100 or " @ " not in text:
+        return [start + repr(text)]
+    name, url = text.split(" @ ", 1)
+    return [f"{start}({name + ' @ '!r}", " " * (len(start) + 1) + f"{url!r})"]
+
+
+def colab_cells(stem: str, url: str | None, ref: str) -> list[nbformat.NotebookNode]:
+    """The two cells that open an exercise notebook in Colab, or none without a GitHub address."""
+    link = course_address.colab_url(url, ref, f"notebooks/{stem}.ipynb")
+    if link is None:
+        return []
+    requirement = course_address.pip_requirement(url, ref, extra="keras2")
+    link_cell = nbformat.v4.new_markdown_cell(
+        f"[Open in Colab]({link}) · in Colab, the next cell installs the course's package first "
+        "(a few minutes); anywhere else it does nothing.", metadata={"tags": [COLAB_TAG]})
+    install_cell = nbformat.v4.new_code_cell(colab_install_source(requirement), metadata={"tags": [COLAB_TAG]})
+    link_cell.id, install_cell.id = "colab-link", "colab-install"  # stable: the notebooks are compared
+    return [link_cell, install_cell]
 
 
 class MarkerError(ValueError):
@@ -61,6 +117,8 @@ def strip_solutions(source: str, stub: list[str]) -> tuple[str, bool]:
     Example:
         >>> strip_solutions("def f():\\n    ### BEGIN SOLUTION\\n    return 1\\n    ### END SOLUTION", CODE_STUB)
         ('def f():\\n    # YOUR CODE HERE\\n    raise NotImplementedError()', True)
+        >>> strip_solutions("### BEGIN SOLUTION\\nf = register(f)\\n### END SOLUTION", CODE_STUB)
+        ('# YOUR CODE HERE', True)
     """
     kept: list[str] = []
     inside = False
@@ -72,7 +130,9 @@ def strip_solutions(source: str, stub: list[str]) -> tuple[str, bool]:
                 raise MarkerError(f"line {number}: {BEGIN} inside another solution region")
             inside = True
             replaced = True
-            kept.extend(match["indent"] + stub_line for stub_line in stub)
+            top_level = stub == CODE_STUB and not match["indent"]
+            lines = TOP_LEVEL_CODE_STUB if top_level else stub
+            kept.extend(match["indent"] + stub_line for stub_line in lines)
         elif match and match["marker"] == END:
             if not inside:
                 raise MarkerError(f"line {number}: {END} without a {BEGIN} before it")
@@ -149,10 +209,17 @@ def render_solution(solution_path: Path) -> str:
     return nbformat.writes(stamp_nbgrader(solution, solution_path.stem)) + "\n"
 
 
-def make_exercise_notebook(solution: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """Return the exercise version of a solution notebook (the input is not changed)."""
+def make_exercise_notebook(solution: nbformat.NotebookNode,
+                           colab: list[nbformat.NotebookNode] | None = None) -> nbformat.NotebookNode:
+    """Return the exercise version of a solution notebook (the input is not changed).
+
+    ``colab`` cells (see ``colab_cells``) go right before the first code cell, the setup cell.
+    """
     exercise = copy.deepcopy(solution)
-    exercise.cells = [_exercise_cell(cell) for cell in solution.cells]
+    cells = [_exercise_cell(cell) for cell in solution.cells
+             if COLAB_TAG not in cell.get("metadata", {}).get("tags", [])]
+    first_code = next((i for i, cell in enumerate(cells) if cell.cell_type == "code"), len(cells))
+    exercise.cells = cells[:first_code] + list(colab or []) + cells[first_code:]
     return exercise
 
 
@@ -160,7 +227,8 @@ def render_exercise(solution_path: Path) -> str:
     """The exact text the exercise notebook for ``solution_path`` should have."""
     solution = stamp_nbgrader(nbformat.read(solution_path, as_version=4), solution_path.stem)
     try:
-        exercise = make_exercise_notebook(solution)
+        colab = colab_cells(solution_path.stem, course_address.repository(), course_address.release_ref())
+        exercise = make_exercise_notebook(solution, colab)
     except MarkerError as error:
         raise MarkerError(f"{solution_path.name}: {error}") from None
     return nbformat.writes(exercise) + "\n"

@@ -93,15 +93,20 @@ def _text(node: ast.AST) -> str | None:
 
 
 def mistakes(check_module: Path) -> list[str]:
-    """The first clause of each hint the chapter's checks can give, in the order they are written."""
+    """Each hint the chapter's checks can give, whole, in the order they are written.
+
+    Parts computed when the check runs (an f-string's fields) are shown as "…"; a hint that is
+    nothing but such parts is left out.
+    """
     hints = []
     for node in ast.walk(ast.parse(check_module.read_text())):
         if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "require" and len(node.args) > 1:
             text = _text(node.args[1])
-            if text and "…" not in text.split(":")[0]:
-                clause = text.split(":")[0].split(". ")[0].strip().rstrip(".")
-                if 15 < len(clause) < 140 and clause not in hints:
-                    hints.append(clause)
+            if text is None:
+                continue
+            hint = re.sub(r"\s+", " ", text).strip()
+            if len(hint.replace("…", "").strip()) > 15 and hint not in hints:
+                hints.append(hint)
     return hints[:MAX_MISTAKES]
 
 

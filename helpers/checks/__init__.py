@@ -128,6 +128,8 @@ def _is_learner_file(filename: str) -> bool:
         return False
     if filename.startswith("<"):  # "<ipython-input-...>", "<string>", "<doctest ...>"
         return True
+    if not os.path.isabs(filename):  # a compiled extension's source name ("h5py/h5f.pyx"): a library
+        return False
     real = os.path.realpath(filename)
     return not real.startswith(_LIBRARY_FOLDERS)
 
@@ -177,27 +179,26 @@ def _is_untouched_stub(error: BaseException) -> bool:
 # Likely causes of the errors learners meet most, from the error's message.
 _CAUSES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"Random ops require a seed"),
-     "a random op was made in a graph with no graph-level seed: call V1.set_random_seed(seed) at the top "
-     "of the `with tf.Graph().as_default():` block (tf.random.set_seed called before that block seeds "
-     "eager code, not the new graph)."),
+     "a random op in a graph with no graph-level seed: call V1.set_random_seed(seed) inside the "
+     "`with tf.Graph().as_default():` block."),
     (re.compile(r"must feed a value for placeholder"),
      "every placeholder the result depends on needs a value: pass it in feed_dict={placeholder: value}."),
     (re.compile(r"already exists, disallowed|Variable .* already exists"),
-     "a variable of that name already exists in this graph: tf.name_scope does not prefix "
-     "get_variable names (use V1.variable_scope), or the code runs twice in one graph."),
+     "that variable already exists in this graph: tf.name_scope does not prefix get_variable names "
+     "(use V1.variable_scope)."),
     (re.compile(r"uninitiali[sz]ed|Could not find variable|Container .* does not exist|Resource .* does not exist"),
      "a variable is read before it has a value: run its initializer, or restore it, in this session first."),
     (re.compile(r"not an element of this graph|must be from the same graph|is not from the passed-in graph"
                 r"|from a different graph"),
-     "a tensor or op belongs to another graph: build everything inside the graph the check gives you "
-     "(with graph.as_default(): ...), and do not keep tensors from an earlier graph."),
+     "a tensor or op from another graph: build everything inside the graph you use "
+     "(with graph.as_default(): ...)."),
     (re.compile(r"symbolic (tf\.)?Tensor|Tensor\.numpy|numpy\(\) is only available when eager"),
      "a graph tensor has no value until a session runs it: use sess.run(tensor) instead of NumPy on it."),
     (re.compile(r"refers to an Operation, not a Tensor"),
      "that name is an op; its first output is the tensor 'name:0'."),
     (re.compile(r"refers to a Tensor which does not exist|does not exist in the graph"),
-     "no op or tensor of that name in this graph: list what is there with "
-     "[op.name for op in graph.get_operations()], and mind the scope prefix."),
+     "no op or tensor of that name in this graph: list them with "
+     "[op.name for op in graph.get_operations()]."),
     (re.compile(r"not found in checkpoint|Key .* not found"),
      "the checkpoint has no variable of that name: list its keys with tf.train.list_variables(path)."),
     (re.compile(r"No variables to save"),
@@ -210,11 +211,54 @@ _CAUSES: list[tuple[re.Pattern[str], str]] = [
      "that axis does not exist: print the tensor's .shape (axes count from 0; -1 is the last)."),
     (re.compile(r"required positional argument|positional arguments? but|unexpected keyword argument"),
      "your function's parameters differ from the ones the exercise gives: keep its signature."),
+    (re.compile(r"unhashable"),
+     "a Variable or tensor cannot be a dict key or a set member: key by variable.ref(), "
+     "variable.path or id(variable) instead."),
+    (re.compile(r"None values not supported|partially known TensorShape|NoneType' and 'int'"
+                r"|'int' and 'NoneType'|Cannot convert .*None.* to|shape .*None.* is not fully defined"),
+     "a shape holds None (a batch size unknown while tracing): use tf.shape(x)[0], or the number "
+     "you were given."),
+    (re.compile(r"No such file or directory|Unable to (synchronously )?open file|[Nn]o file or directory found"
+                r"|File not found|does not exist|FileNotFoundError"),
+     "nothing at that path: use the path your function was given (its argument), not a name of "
+     "your own."),
+    (re.compile(r"list index out of range|index -?\d+ is out of bounds|tuple index out of range"),
+     "an index past the end: print len() or .shape of what that line indexes."),
+    (re.compile(r"'NoneType' object (has no attribute|is not)"),
+     "a value is None: a function that returns nothing, or an unset attribute (model.optimizer "
+     "before compile())."),
 ]
 
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+# Keras wraps an error raised in a layer's call() in sentences about the layer; the error is further in.
+_KERAS_WRAPPER = re.compile(
+    r"^\s*(Exception encountered when calling|Could not automatically infer the output shape"
+    r"|Arguments received by|•|Error encountered:?$)")
+_HINT_MAX = 300
+_FLOATS = re.compile(r"\b(float64|double)\b")
+_INTS = (re.compile(r"\bint64\b"), re.compile(r"\bint32\b"))
 
-def _likely_cause(error: BaseException) -> str:
-    text = f"{type(error).__name__}: {error}"
+
+def _dtype_cause(text: str) -> str | None:
+    """The likely cause of a dtype mismatch, from the dtypes an error message names."""
+    wide, narrow = _FLOATS.search(text), re.search(r"\bfloat32\b|\bfloat\b", text)
+    if wide and narrow:
+        return "float64 met float32 (NumPy's default is float64): cast with .astype('float32') or tf.cast."
+    if all(pattern.search(text) for pattern in _INTS):
+        return ("int64 met int32: cast (tf.cast or .astype) to the integer dtype the spec asks, read "
+                "from it, not guessed.")
+    if re.search(r"\bint(32|64)\b", text) and (wide or narrow) and re.search(r"dtype|expected|type", text):
+        return ("an integer value met a float one: cast (tf.cast or .astype) to the dtype the spec "
+                "asks.")
+    return None
+
+
+def _specific_cause(error: BaseException) -> str | None:
+    """The likely cause of an error learners meet often, from its message and type; None for others."""
+    text = _ANSI.sub("", f"{type(error).__name__}: {error}")
+    dtype = _dtype_cause(text)
+    if dtype:
+        return dtype
     for pattern, cause in _CAUSES:
         if pattern.search(text):
             return cause
@@ -222,34 +266,73 @@ def _likely_cause(error: BaseException) -> str:
         return "a key was not in the dict or map: print its keys to see the names it has."
     if isinstance(error, NotImplementedError):
         return "a library does not support that call here (this is not the exercise's stub)."
-    return "read the message, fix that line, then run your cell and this check again."
+    return None
+
+
+def _likely_cause(error: BaseException) -> str:
+    specific = _specific_cause(error)
+    if specific:
+        return specific
+    if isinstance(error, AttributeError):
+        return "that object has no such attribute: print type(obj) and dir(obj) to see what it has."
+    if isinstance(error, TypeError):
+        return "a value of another type than that call takes: print type() of each argument on that line."
+    if isinstance(error, (ValueError, IndexError)):
+        return "a value that call refuses: print the values and .shape of the arguments on that line."
+    return "the message names what failed: print the values that line uses to find the one that differs."
 
 
 # A check's own temporary folder (``/tmp/tmpab12cd/...``) means nothing to a learner.
 _TEMPORARY_PATH = re.compile(re.escape(os.path.join(os.path.realpath(tempfile.gettempdir()), "")) + r"[^/\s'\"]+/?")
 
 
-def _error_lines(error: BaseException) -> list[str]:
+def _clean(text: str) -> str:
+    """``text`` without colour codes or the check's temporary folders."""
+    return _TEMPORARY_PATH.sub("", _ANSI.sub("", text))
+
+
+def _shorten(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: max(limit - 1, 0)].rstrip() + "…"
+
+
+def _error_lines(error: BaseException, max_lines: int = 2) -> list[str]:
+    """The error's message in at most ``max_lines`` lines: no colour codes, temporary paths or Keras wrapping."""
     from helpers.notebook import error_summary
 
-    return [_TEMPORARY_PATH.sub("", line) for line in error_summary(error, max_lines=2)]
+    lines = [_clean(line).strip() for line in error_summary(error, max_lines=12)]
+    lines = [line for line in lines if line and not _KERAS_WRAPPER.match(line) and not line.startswith("... (")]
+    return lines[:max_lines] or [type(error).__name__]
 
 
 def _learner_error_hint(error: BaseException, check_code: frozenset[CodeType]) -> str:
-    """What a learner needs to act on an error raised while the check ran their answer."""
+    """What a learner needs to act on an error raised while the check ran their answer (at most 300 characters)."""
     frames = _learner_frames(error.__traceback__, check_code)
-    message = "\n".join(f"  {line}" for line in _error_lines(error))
     name = type(error).__name__
     if frames:
         filename, line, function = frames[-1]
-        source = linecache.getline(filename, line).strip()
+        source = _shorten(_clean(linecache.getline(filename, line).strip()), 56)
         where = f"in {function}()" if function != "<module>" else "in your cell"
         head = f"your code raised {name} {where}, at this line:\n    {source}" if source else (
             f"your code raised {name} {where}:")
     else:
         head = (f"checking what your function returned raised {name}: does it return what the "
                 "exercise asks (its type and structure)?")
-    return f"{head}\n{message}\nLikely cause: {_likely_cause(error)}"
+    # A specific cause always shows; without one, the library's own message is the best guide, so it
+    # gets the room, and the general advice for its type comes only if it still fits.
+    specific = _specific_cause(error)
+    cause = f"Likely cause: {specific or _likely_cause(error)}"
+    budget = _HINT_MAX - len(head) - 1 - (len(cause) + 1 if specific else 0)
+    lines, used = [], 0
+    for text in _error_lines(error, max_lines=2 if specific else 3):
+        room = budget - used - 3  # two spaces of indent and a line break
+        if room < 20:
+            break
+        lines.append("  " + _shorten(text, room))
+        used += len(lines[-1]) + 1
+    hint = "\n".join([head, *lines, cause])
+    if len(hint) > _HINT_MAX and not specific:
+        hint = "\n".join([head, *lines])
+    return hint if len(hint) <= _HINT_MAX else _shorten(hint, _HINT_MAX)
 
 
 def exercise_check(exercise_id: str) -> Callable[[Check], Check]:
@@ -282,7 +365,7 @@ def exercise_check(exercise_id: str) -> Callable[[Check], Check]:
             except ExerciseNotDone:
                 raise
             except CheckFailed as failure:
-                raise type(failure)(f"Exercise {exercise_id}: {failure}") from None
+                raise type(failure)(f"Exercise {exercise_id}: {_clean(str(failure))}") from None
             except Exception as error:  # noqa: BLE001 - every error becomes a hint
                 if _is_untouched_stub(error):
                     raise ExerciseNotDone(

@@ -59,25 +59,31 @@ class _Affine(tf.Module):
         return tf.matmul(x, self.w) + self.b + self.offset
 
 
-def _affine_saved_model(folder: str, seed: int, input_key: str, output_key: str, n_in: int = 3) -> _Affine:
-    module = _Affine(n_in, 2, seed)
+def _affine_saved_model(
+    folder: str, seed: int, input_key: str, output_key: str, n_in: int = 3, n_out: int = 2
+) -> _Affine:
+    """serving_default answers; signatures whose names sort before and after it answer something else."""
+    module = _Affine(n_in, n_out, seed)
     serve = tf.function(lambda x: {output_key: module.answer(x)}).get_concrete_function(
+        tf.TensorSpec([None, n_in], tf.float32, name=input_key)
+    )
+    other = tf.function(lambda x: {output_key: 2.0 * module.answer(x) - 1.0}).get_concrete_function(
         tf.TensorSpec([None, n_in], tf.float32, name=input_key)
     )
     zeros = tf.function(lambda x: {"other": 0.0 * module.answer(x)}).get_concrete_function(
         tf.TensorSpec([None, n_in], tf.float32, name="x")
     )
-    tf.saved_model.save(module, folder, signatures={"serving_default": serve, "zeros": zeros})
+    tf.saved_model.save(module, folder, signatures={"serving_default": serve, "embed": other, "zeros": zeros})
     return module
 
 
 @exercise_check("09.1")
 def check_call_serving_default(call_serving_default: Callable[[str, np.ndarray], np.ndarray]) -> str:
-    cases = [("measurements", "probability", 3), ("x_in", "output_0", 4)]
+    cases = [("measurements", "probability", 3, 2), ("x_in", "output_0", 4, 1)]  # one output column
     with tempfile.TemporaryDirectory() as scratch:
-        for seed, (input_key, output_key, n_in) in enumerate(cases, start=1):
+        for seed, (input_key, output_key, n_in, n_out) in enumerate(cases, start=1):
             folder = os.path.join(scratch, f"exported_{seed}")
-            module = _affine_saved_model(folder, seed, input_key, output_key, n_in)
+            module = _affine_saved_model(folder, seed, input_key, output_key, n_in, n_out)
             batch = np.linspace(-1.0, 1.0, 2 * n_in).reshape(2, n_in)  # float64, as NumPy makes it
             expected = module.answer(tf.constant(batch, tf.float32)).numpy()
             before = _folder_digest(folder)
@@ -94,10 +100,15 @@ def check_call_serving_default(call_serving_default: Callable[[str, np.ndarray],
                 "(a tensor's .numpy())",
             )
             require(
-                result.shape == expected.shape and np.allclose(result, expected, atol=1e-5),
-                f"for the SavedModel with input {input_key!r} and output {output_key!r}, you returned values "
-                f"of shape {result.shape} that are not the serving_default signature's answer: call "
-                "loaded.signatures['serving_default'], not another signature or a zero-filled one",
+                result.shape == expected.shape,
+                f"for the SavedModel with input {input_key!r} and output {output_key!r}, you returned shape "
+                f"{result.shape}, the signature answers {expected.shape}: return the output as it is (no squeeze)",
+            )
+            require(
+                np.allclose(result, expected, atol=1e-5),
+                f"for the SavedModel with input {input_key!r} and output {output_key!r}, your values are not "
+                "the serving_default signature's answer: call loaded.signatures['serving_default'] by that "
+                "name, not another signature",
             )
             require(
                 _folder_digest(folder) == before,
@@ -131,8 +142,15 @@ def _tf1_saved_model(folder: str) -> dict:
                 {"pixels": x, "scale": scale}, {"scores": logits, "probabilities": probs})
             edge = V1.saved_model.predict_signature_def(
                 {"pixels": x, "scale": scale}, {"score_1": logits, "score_10": probs})
-            builder.add_meta_graph_and_variables(sess, ["serve"], signature_def_map={"serving_default": serve})
-            builder.add_meta_graph(["serve", "edge"], signature_def_map={"serving_default": edge})
+            # a signature whose name sorts before serving_default, with the same keys and other values
+            crossed = V1.saved_model.predict_signature_def(
+                {"pixels": x, "scale": scale}, {"scores": probs, "probabilities": logits})
+            crossed_edge = V1.saved_model.predict_signature_def(
+                {"pixels": x, "scale": scale}, {"score_1": probs, "score_10": logits})
+            builder.add_meta_graph_and_variables(
+                sess, ["serve"], signature_def_map={"serving_default": serve, "classify": crossed})
+            builder.add_meta_graph(
+                ["serve", "edge"], signature_def_map={"serving_default": edge, "classify": crossed_edge})
             builder.save()
     batch = np.array([[1.0, -2.0, 0.5], [0.0, 1.5, 2.0]], dtype="float32")
     answer = 2.0 * batch @ kernel + bias
@@ -140,7 +158,8 @@ def _tf1_saved_model(folder: str) -> dict:
     soft /= soft.sum(axis=1, keepdims=True)
     return {
         ("serve",): ({"pixels": batch, "scale": np.float32(2.0)}, {"scores": answer, "probabilities": soft}),
-        ("serve", "edge"): ({"pixels": batch, "scale": np.float32(2.0)}, {"score_1": answer, "score_10": soft}),
+        ("serve", "edge"): ({"pixels": batch[:1], "scale": np.float32(2.0)},  # one example: a size-1 axis
+                            {"score_1": answer[:1], "score_10": soft[:1]}),
     }
 
 
@@ -150,8 +169,15 @@ def check_run_tf1_signature(run_tf1_signature: Callable[[str, list, dict], dict]
         folder = os.path.join(scratch, "tf1_net")
         cases = _tf1_saved_model(folder)
         before = _folder_digest(folder)
+        global_graph = V1.get_default_graph()  # the process-wide graph, outside any `with graph.as_default()`
+        ops_before = len(global_graph.get_operations())
         for tags, (feeds, expected) in cases.items():
             result = run_tf1_signature(folder, list(tags), dict(feeds))
+            require(
+                len(global_graph.get_operations()) == ops_before,
+                "your function loaded the meta graph into the process-wide default graph (a V1.Session() "
+                "with no graph of its own): use `with tf.Graph().as_default(), V1.Session() as sess:`",
+            )
             require(
                 isinstance(result, dict),
                 f"run_tf1_signature returned a {type(result).__name__}; return a dict from each output key "
@@ -164,11 +190,22 @@ def check_run_tf1_signature(run_tf1_signature: Callable[[str, list, dict], dict]
                 "with the tags you were given, and key the result by signature.outputs' keys",
             )
             for key, value in expected.items():
-                got = np.asarray(result[key])
                 require(
-                    got.shape == value.shape and np.allclose(got, value, atol=1e-5),
+                    isinstance(result[key], np.ndarray),
+                    f"the value of {key!r} is a {type(result[key]).__name__}, not a NumPy array: convert "
+                    "each tensor with .numpy() (sess.run returns arrays already)",
+                )
+                got = result[key]
+                require(
+                    got.shape == value.shape,
+                    f"for the tag-set {list(tags)}, the output {key!r} has shape {got.shape}, the signature "
+                    f"gives {value.shape}: return the values as they come (no squeeze)",
+                )
+                require(
+                    np.allclose(got, value, atol=1e-5),
                     f"for the tag-set {list(tags)}, the output {key!r} does not hold the signature's value: "
-                    "fetch signature.outputs[key].name with every input of signature.inputs fed",
+                    "run signature_def['serving_default'] by name (not another signature), fetching "
+                    "signature.outputs[key].name with every input of signature.inputs fed",
                 )
         require(_folder_digest(folder) == before, "the SavedModel folder changed: only load it and run it")
     return "both tag-sets ('serve'; 'serve', 'edge') ran, every output key returned"
@@ -178,11 +215,17 @@ def check_run_tf1_signature(run_tf1_signature: Callable[[str, list, dict], dict]
 
 
 def _keras_model(n_features: int, seed: int) -> keras.Model:
+    """BatchNormalization with its own statistics and Dropout: training=True answers differently."""
     keras.utils.set_random_seed(seed)
     inputs = keras.Input((n_features,), name="raw")
     hidden = keras.layers.Dense(4, activation="tanh", bias_initializer="ones", name="body")(inputs)
+    norm = keras.layers.BatchNormalization(name="body_bn")
+    hidden = keras.layers.Dropout(0.4, name="body_drop")(norm(hidden))
     outputs = keras.layers.Dense(3, bias_initializer=keras.initializers.Constant(0.5), name="probs")(hidden)
-    return keras.Model(inputs, outputs)
+    model = keras.Model(inputs, outputs)
+    norm.moving_mean.assign(np.linspace(0.2, 0.8, 4).astype("float32"))
+    norm.moving_variance.assign(np.linspace(1.5, 3.0, 4).astype("float32"))
+    return model
 
 
 @exercise_check("09.3")
@@ -232,7 +275,8 @@ def check_export_for_serving(export_for_serving: Callable[[keras.Model, str, int
             answer = signature(features=tf.constant(batch))["scores"].numpy()
             require(
                 np.allclose(answer, model(batch).numpy(), atol=1e-5),
-                "the 'scores' output does not match the model's answer on the same batch",
+                "the 'scores' output does not match the model's answer on the same batch: serve model(features) "
+                "in inference mode (not training=True, which uses batch statistics and Dropout)",
             )
             require(
                 all(np.array_equal(old, w.numpy()) for old, w in zip(weights, model.weights)),
@@ -261,7 +305,7 @@ def _base_saved_model(folder: str, n_inputs: int, endpoint: str) -> keras.Model:
 
 @exercise_check("09.4")
 def check_frozen_base_with_head(frozen_base_with_head: Callable[[str, str, int, int], keras.Model]) -> str:
-    n_inputs, units, endpoint = 4, 2, "encode"
+    n_inputs, units, endpoint = 6, 2, "encode"
     with tempfile.TemporaryDirectory() as scratch:
         folder = os.path.join(scratch, "encoder")
         original = _base_saved_model(folder, n_inputs, endpoint)
@@ -271,6 +315,11 @@ def check_frozen_base_with_head(frozen_base_with_head: Callable[[str, str, int, 
         require(len(bases) == 1, f"the model should hold one keras.layers.TFSMLayer for the SavedModel; it holds {len(bases)}")
         base = bases[0]
         require(
+            not getattr(model, "compiled", False) and getattr(model, "optimizer", None) is None,
+            "the model is compiled: the exercise says not to compile it (whoever trains it chooses the "
+            "optimizer and loss)",
+        )
+        require(
             base.call_endpoint == endpoint,
             f"the TFSMLayer calls the endpoint {base.call_endpoint!r}; use the endpoint you were given ({endpoint!r})",
         )
@@ -279,6 +328,21 @@ def check_frozen_base_with_head(frozen_base_with_head: Callable[[str, str, int, 
         require(
             tuple(out.shape) == (2, units),
             f"the model answers with shape {tuple(out.shape)} for 2 examples; with a Dense({units}) head it should be (2, {units})",
+        )
+        heads = [layer for layer in model.layers if layer.weights and layer is not base]
+        require(
+            len(heads) == 1 and type(heads[0]) is keras.layers.Dense and heads[0].units == units,
+            f"after the TFSMLayer the model should hold one new Dense({units}) layer and nothing else with "
+            f"weights; it holds {[type(layer).__name__ for layer in heads]}",
+        )
+        head = heads[0]
+        features = base(x[:8])
+        features = next(iter(features.values())) if isinstance(features, dict) else features
+        linear = np.asarray(features) @ head.kernel.numpy() + head.bias.numpy()
+        require(
+            np.allclose(np.asarray(model(x[:8])), linear, atol=1e-5),
+            f"the model's answer is not Dense({units}) of the base's output: the head has no activation "
+            "(the default, linear), and nothing comes between the TFSMLayer and it",
         )
         base_before = [w.numpy().copy() for w in base.weights]
         head_weights = [w for w in model.trainable_weights if not any(w is v for v in base.weights)]
@@ -305,6 +369,23 @@ def check_frozen_base_with_head(frozen_base_with_head: Callable[[str, str, int, 
 
 
 # --------------------------------------------------------------------------- 09.5
+
+
+class _Held:
+    """An object with a given ``.variables`` list."""
+
+    def __init__(self, variables: list) -> None:
+        self.variables = list(variables)
+
+
+def _twin(variable: tf.Variable) -> tf.Variable:
+    """A second Python variable object over the same resource as ``variable`` (as two graphs' ops with
+    one shared_name are, in chapters 03 and 04): ``twin is variable`` is False, yet they share state."""
+    from tensorflow.python.ops import resource_variable_ops
+
+    return resource_variable_ops.BaseResourceVariable(
+        handle=variable.handle, shape=variable.shape, dtype=variable.dtype, trainable=variable.trainable,
+        handle_name=variable.name.split(":")[0], unique_id=f"{variable._unique_id}_twin", in_graph_mode=False)
 
 
 class _Net(tf.__internal__.tracking.AutoTrackable):
@@ -336,12 +417,18 @@ def check_shares_variables(shares_variables: Callable[[Any, Any], bool]) -> str:
         tf.saved_model.save(saved, folder)
         copy_a, copy_b = tf.saved_model.load(folder), tf.saved_model.load(folder)
         owner = _Net(2)
+        twins = _Net(8)
+        zero_bias = tf.Variable(np.zeros(3, "float32"), name="bias")
         cases = [
             ("two loads of one SavedModel (equal values, separate variables)", copy_a, copy_b, False),
             ("one loaded object passed twice", copy_a, copy_a, True),
             ("two objects that share only their bias", owner, _Net(3, bias=owner.variables[1]), True),
             ("two objects that share only their int64 step counter (not trainable)", owner, _Net(4, step=owner.variables[2]), True),
             ("two unrelated objects", _Net(5), _Net(6), False),
+            ("two objects whose variables are distinct Python objects over the same resources", twins,
+             _Held([_twin(v) for v in twins.variables]), True),
+            ("two objects that share only a bias holding zeros", _Net(9, bias=zero_bias),
+             _Net(10, bias=zero_bias), True),
         ]
         for what, first, second, expected in cases:
             before = _snapshot(first, second)
@@ -354,7 +441,8 @@ def check_shares_variables(shares_variables: Callable[[Any, Any], bool]) -> str:
                 require(
                     bool(answer),
                     f"for {what} you returned False, but writing into first changes second. Check every "
-                    "variable in .variables (the non-trainable ones too), by assigning and reading back",
+                    "variable in .variables (the non-trainable ones too): assign a value unlike the old one, "
+                    "and read back",
                 )
             else:
                 require(
@@ -377,4 +465,4 @@ def check_shares_variables(shares_variables: Callable[[Any, Any], bool]) -> str:
                 max(differences) == 0.0,
                 f"after your function ran on {what}, some variable kept the value you wrote: put every old value back",
             )
-    return "5 pairs measured, shared bias and int64 counter included; values restored"
+    return "7 pairs measured, shared bias and int64 counter included; values restored"

@@ -9,8 +9,11 @@ layers), so an answer that hard-codes the notebook's objects fails.
 
 from __future__ import annotations
 
+import contextlib
+import numbers
 import os
 import tempfile
+from collections.abc import Iterator
 from collections.abc import Callable
 
 import keras
@@ -35,7 +38,7 @@ __all__ = [
 class _State:
     """A training run unlike the notebook's: 5 inputs, BatchNorm, two Dropouts, RMSprop with momentum."""
 
-    def __init__(self) -> None:
+    def __init__(self, build_optimizer: bool = True) -> None:
         keras.utils.set_random_seed(11)
         self.model = keras.Sequential([
             keras.Input((5,)),
@@ -49,7 +52,8 @@ class _State:
         self.optimizer = keras.optimizers.RMSprop(
             keras.optimizers.schedules.PolynomialDecay(0.02, decay_steps=20, end_learning_rate=0.001), momentum=0.5
         )
-        self.optimizer.build(self.model.trainable_variables)
+        if build_optimizer:  # a resumed run restores into a fresh optimizer, not built yet
+            self.optimizer.build(self.model.trainable_variables)
         self.step = tf.Variable(0, dtype=tf.int32)
         self.generator = tf.random.Generator.from_seed(23)
         features = np.random.default_rng(5).normal(size=(40, 5)).astype("float32")
@@ -117,7 +121,7 @@ def check_training_checkpoint(training_checkpoint: Callable) -> str:
         require(hint is None, hint or "")
         path = checkpoint.write(os.path.join(folder, "mid", "ckpt"))
         first.advance(4)
-        second = _State()
+        second = _State(build_optimizer=False)
         again = training_checkpoint(second.model, second.optimizer, second.step, second.generator, second.iterator)
         require(isinstance(again, tf.train.Checkpoint),
                 f"training_checkpoint should return a tf.train.Checkpoint, got {type(again).__name__}")
@@ -127,7 +131,9 @@ def check_training_checkpoint(training_checkpoint: Callable) -> str:
         differ = [name for name in expected if expected[name] != got[name]]
         require(not differ,
                 f"after restoring your checkpoint and training on, these pieces differ from the run that never "
-                f"stopped: {', '.join(differ)}. Save every piece, and the Dropout seed states.")
+                f"stopped: {', '.join(differ)}. Save every piece as the object itself (optimizer=optimizer, "
+                "not a list of its variables, which a fresh optimizer does not have yet), and the Dropout "
+                "seed states.")
     return "every piece is saved (BatchNorm statistics, Dropout seeds too); resuming equals never stopping"
 
 
@@ -161,8 +167,13 @@ def check_make_policy(make_policy: Callable) -> str:
         kept = sorted(name for name in os.listdir(directory) if name.endswith(".index"))
         require(len(kept) == 3,
                 f"{len(kept)} checkpoint(s) are on disk ({', '.join(kept)}); keep only the newest 3: max_to_keep=3")
-        steps_kept = sorted(int(tf.train.load_checkpoint(os.path.join(directory, name[:-6]))
-                                .get_tensor("global_step/.ATTRIBUTES/VARIABLE_VALUE")) for name in kept)
+        readers = [tf.train.load_checkpoint(os.path.join(directory, name[:-6])) for name in kept]
+        key = "global_step/.ATTRIBUTES/VARIABLE_VALUE"
+        require(all(reader.has_tensor(key) and reader.has_tensor("weights/.ATTRIBUTES/VARIABLE_VALUE")
+                    for reader in readers),
+                "the checkpoints saved do not hold the `checkpoint` you were given: make the manager for "
+                "that checkpoint itself, not a new one")
+        steps_kept = sorted(int(reader.get_tensor(key)) for reader in readers)
         require(steps_kept == [11, 21, 31], f"the checkpoints kept hold steps {steps_kept}, expected the newest: 11, 21, 31")
     return "one save per 10 steps counted by `step` (steps 1, 11, 21, 31), the newest 3 kept"
 
@@ -179,6 +190,31 @@ def _shard_fixture() -> tuple[tf.train.Checkpoint, dict[str, tf.Variable]]:
     return tf.train.Checkpoint(**variables), variables
 
 
+@contextlib.contextmanager
+def _shard_size_guard(limit: float) -> Iterator[None]:
+    """Refuse a MaxShardSizePolicy far below ``limit`` MiB before TensorFlow uses it.
+
+    A limit in KiB or bytes cuts each 256 KiB variable into thousands of slices, and the write then
+    runs for minutes: the check stops it at the policy's construction, with the hint.
+    """
+    policy = tf.train.experimental.MaxShardSizePolicy
+    original = policy.__init__
+
+    def guarded(self, max_shard_size, *args, **kwargs):
+        size = max_shard_size
+        ok = isinstance(size, numbers.Real) and not isinstance(size, bool) and size >= limit * 2**20 / 4
+        require(ok, f"with max_shard_mib={limit} your policy gets max_shard_size={size!r} bytes, far below "
+                    f"{limit} MiB = {int(limit * 2**20)} bytes: max_shard_size counts bytes, so multiply "
+                    "max_shard_mib by 2**20, and do not round it down to whole MiB first")
+        original(self, max_shard_size, *args, **kwargs)
+
+    policy.__init__ = guarded
+    try:
+        yield
+    finally:
+        policy.__init__ = original
+
+
 @exercise_check("11.3")
 def check_save_sharded(save_sharded: Callable) -> str:
     with tempfile.TemporaryDirectory() as folder:
@@ -186,12 +222,14 @@ def check_save_sharded(save_sharded: Callable) -> str:
         before = {name: v.numpy().copy() for name, v in variables.items()}
         for limit in (0.5, 0.75):
             directory = os.path.join(folder, f"limit_{limit}")
-            path = save_sharded(checkpoint, os.path.join(directory, "big"), limit)
+            with _shard_size_guard(limit):
+                path = save_sharded(checkpoint, os.path.join(directory, "big"), limit)
             require(isinstance(path, (str, os.PathLike)),
                     f"save_sharded should return the checkpoint's path, got {type(path).__name__}: return what "
                     "checkpoint.write (or save) returns")
             data_files = sorted(n for n in os.listdir(directory) if ".data-" in n) if os.path.isdir(directory) else []
-            require(data_files, f"no data files were written under {directory!r}: write at the prefix you were given")
+            require(data_files, f"no data files were written under {os.path.basename(directory)!r}: write at the "
+                                "prefix you were given")
             require(len(data_files) > 1,
                     f"with max_shard_mib={limit} the 1.5 MiB checkpoint was written in {len(data_files)} data file: "
                     "pass CheckpointOptions(experimental_sharding_callback=tf.train.experimental."
@@ -204,8 +242,10 @@ def check_save_sharded(save_sharded: Callable) -> str:
             try:
                 tf.train.Checkpoint(**fresh).read(os.fspath(path)).assert_existing_objects_matched()
             except (tf.errors.OpError, ValueError, AssertionError) as error:
-                require(False, f"the path you returned, {os.fspath(path)!r}, does not restore: "
-                               f"{str(error).splitlines()[0][:150]}. Return what write/save returns.")
+                shown = os.path.relpath(os.fspath(path), folder) if os.path.isabs(os.fspath(path)) else path
+                require(False, f"the path you returned, {shown!r}, does not restore: "
+                               f"{str(error).splitlines()[0][:80]}. Return what write/save returns (save adds "
+                               "a number to the prefix).")
             for name, value in before.items():
                 require(np.array_equal(fresh[name].numpy(), value),
                         f"the restored {name!r} differs from the saved values: save `checkpoint` itself")
@@ -250,66 +290,76 @@ def _state_of(checkpoint: tf.train.Checkpoint) -> dict[str, np.ndarray]:
 
 @exercise_check("11.4")
 def check_train_to(train_to: Callable) -> str:
+    # Stopping at 10 leaves ckpt-9 and ckpt-10 on disk: "ckpt-9" sorts after "ckpt-10" as text.
+    stop, total = 10, 12
     with tempfile.TemporaryDirectory() as folder:
-        calls = _Calls(limit=12)
-        reference = train_to(_make_state_factory(calls), os.path.join(folder, "straight"), 9)
+        calls = _Calls(limit=total + 3)
+        reference = train_to(_make_state_factory(calls), os.path.join(folder, "straight"), total)
         require(isinstance(reference, tf.train.Checkpoint),
                 f"train_to should return the checkpoint object, got {type(reference).__name__}")
-        require(int(reference.step) == 9, f"after train_to(..., 9) the step is {int(reference.step)}, expected 9")
-        require(calls.count == 9, f"train_step ran {calls.count} times for 9 steps from scratch")
+        require(int(reference.step) == total,
+                f"after train_to(..., {total}) the step is {int(reference.step)}, expected {total}")
+        require(calls.count == total, f"train_step ran {calls.count} times for {total} steps from scratch")
         expected = _state_of(reference)
 
         run_dir = os.path.join(folder, "interrupted")
         calls.count = 0
-        first = train_to(_make_state_factory(calls), run_dir, 4)
-        require(first is not None and int(first.step) == 4, "train_to(..., 4) should end at step 4")
+        first = train_to(_make_state_factory(calls), run_dir, stop)
+        require(first is not None and int(first.step) == stop, f"train_to(..., {stop}) should end at step {stop}")
         latest = tf.train.latest_checkpoint(run_dir)
         require(latest is not None, "no checkpoint was saved in the directory you were given")
         saved_step = int(tf.train.load_checkpoint(latest).get_tensor("step/.ATTRIBUTES/VARIABLE_VALUE"))
-        require(saved_step == 4,
-                f"after training to step 4 the newest checkpoint holds step {saved_step}: save after each step, "
-                "once the step and its assign_add are done")
+        require(saved_step == stop,
+                f"after training to step {stop} the newest checkpoint holds step {saved_step}: save after each "
+                "step, once the step and its assign_add are done")
         on_disk = sorted(int(tf.train.load_checkpoint(os.path.join(run_dir, name[:-6]))
                              .get_tensor("step/.ATTRIBUTES/VARIABLE_VALUE"))
                          for name in os.listdir(run_dir) if name.endswith(".index"))
         require(len(on_disk) <= 2,
-                f"{len(on_disk)} checkpoints are left in the directory after 4 steps; keep the newest 2 (max_to_keep=2)")
-        require(on_disk == [3, 4],
-                f"after training to step 4 the checkpoints on disk hold steps {on_disk}; with a save after every "
-                "step and the newest 2 kept, they hold steps 3 and 4")
+                f"{len(on_disk)} checkpoints are left in the directory after {stop} steps; keep the newest 2 "
+                "(max_to_keep=2)")
+        require(on_disk == [stop - 1, stop],
+                f"after training to step {stop} the checkpoints on disk hold steps {on_disk}; with a save after "
+                f"every step and the newest 2 kept, they hold steps {stop - 1} and {stop}")
         calls.count = 0
-        second = train_to(_make_state_factory(calls), run_dir, 9)
-        require(not (calls.count == 9 and int(second.step) == 9),
-                "the second call (on fresh objects) ran all 9 steps again: restore the newest checkpoint in "
-                "`directory` before training, e.g. checkpoint.restore(manager.latest_checkpoint)")
-        require(calls.count == 5,
-                f"resuming from step 4 to 9 should run 5 steps, it ran {calls.count} (the step is now "
-                f"{int(second.step)}): loop while step < total_steps, not for range(total_steps)")
+        second = train_to(_make_state_factory(calls), run_dir, total)
+        require(not (calls.count == total and int(second.step) == total),
+                f"the second call (on fresh objects) ran all {total} steps again: restore the newest checkpoint "
+                "in `directory` before training, e.g. checkpoint.restore(manager.latest_checkpoint)")
+        require(calls.count == total - stop,
+                f"resuming from step {stop} to {total} should run {total - stop} steps, it ran {calls.count} "
+                f"(the step is now {int(second.step)}): restore the newest checkpoint (manager.latest_checkpoint, "
+                "not the last file name in sorted order), and loop while step < total_steps")
         got = _state_of(second)
         differ = [name for name in expected if not np.array_equal(expected[name], got[name])]
-        require(not differ, f"stopped at 4 and resumed to 9, these differ from one run to 9: {', '.join(differ)}")
+        require(not differ,
+                f"stopped at {stop} and resumed to {total}, these differ from one run to {total}: {', '.join(differ)}")
         kept = [name for name in os.listdir(run_dir) if name.endswith(".index")]
         require(len(kept) == 2, f"{len(kept)} checkpoints are left in the directory; keep the newest 2 (max_to_keep=2)")
         calls.count = 0
-        third = train_to(_make_state_factory(calls), run_dir, 9)
-        require(calls.count == 0 and int(third.step) == 9,
-                f"called again with total_steps=9 after reaching it, the loop ran {calls.count} step(s): it should run none")
-    return "4 steps, then fresh objects resumed to 9, equal one run to 9; a save per step, 2 kept"
+        third = train_to(_make_state_factory(calls), run_dir, total)
+        require(calls.count == 0 and int(third.step) == total,
+                f"called again with total_steps={total} after reaching it, the loop ran {calls.count} step(s): "
+                "it should run none")
+    return f"{stop} steps, then fresh objects resumed to {total}, equal one run to {total}; a save per step, 2 kept"
 
 
 # --------------------------------------------------------------------------- 11.5
 
 
 def _ema_fixture() -> tuple[keras.Model, keras.optimizers.Optimizer, np.ndarray]:
+    """A model whose answer differs in training mode (BatchNorm, Dropout), with non-trainable statistics
+    before its last trainable layer and one output (a size-1 axis)."""
     keras.utils.set_random_seed(17)
-    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(5, activation="tanh"), keras.layers.Dense(2)])
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(5, activation="tanh"),
+                              keras.layers.BatchNormalization(), keras.layers.Dropout(0.3), keras.layers.Dense(1)])
     optimizer = keras.optimizers.SGD(0.2, use_ema=True, ema_momentum=0.7)
     optimizer.build(model.trainable_variables)
     x = np.random.default_rng(3).normal(size=(24, 3)).astype("float32")
-    y = np.stack([x[:, 0] * 2.0, x[:, 1] - x[:, 2]], axis=1)
+    y = (x[:, :1] * 2.0 + x[:, 1:2] - x[:, 2:]).astype("float32")
     for start in range(0, 24, 6):
         with tf.GradientTape() as tape:
-            loss = tf.reduce_mean((model(x[start:start + 6]) - y[start:start + 6]) ** 2)
+            loss = tf.reduce_mean((model(x[start:start + 6], training=True) - y[start:start + 6]) ** 2)
         optimizer.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
     return model, optimizer, x
 
@@ -318,9 +368,10 @@ def _ema_fixture() -> tuple[keras.Model, keras.optimizers.Optimizer, np.ndarray]
 def check_ema_predictions(ema_predictions: Callable) -> str:
     model, optimizer, x = _ema_fixture()
     trained = [v.numpy().copy() for v in model.trainable_variables]
+    state = [v.numpy().copy() for v in model.weights]
     averages = [v.numpy().copy() for v in optimizer.variables if v.path.endswith("_average")]
     probe = keras.models.clone_model(model)
-    for variable, value in zip(probe.trainable_variables, trained):
+    for variable, value in zip(probe.weights, state):
         variable.assign(value)
     trained_out = probe(x).numpy()
     for variable, value in zip(probe.trainable_variables, averages):
@@ -328,15 +379,22 @@ def check_ema_predictions(ema_predictions: Callable) -> str:
     expected = probe(x).numpy()
     got = ema_predictions(model, optimizer, x)
     require(isinstance(got, np.ndarray), f"ema_predictions should return a NumPy array, got {type(got).__name__}")
-    require(got.shape == expected.shape, f"the predictions have shape {got.shape}, expected {expected.shape}")
+    require(got.shape == expected.shape, f"the predictions have shape {got.shape}, expected {expected.shape}: "
+                                         "return what the model answers, without squeezing or reshaping it")
     require(not np.allclose(got, trained_out, atol=1e-6) or np.allclose(expected, trained_out, atol=1e-6),
             "these are the predictions of the trained weights, not of the averages: "
             "optimizer.finalize_variable_values(model.trainable_variables) swaps the averages in")
-    require(np.allclose(got, expected, atol=1e-5), "the predictions match neither the EMA weights nor the trained ones")
+    require(np.allclose(got, expected, atol=1e-5),
+            "the predictions match neither the EMA weights nor the trained ones: swap averages into "
+            "model.trainable_variables only, keep the BatchNorm statistics (a clone starts without them), and "
+            "predict with model(x), not training=True")
     after = [v.numpy() for v in model.trainable_variables]
     require(all(np.array_equal(a, b) for a, b in zip(after, trained)),
             "the model no longer holds its trained weights: keep a copy before finalize_variable_values and "
             "assign it back after predicting")
     after_averages = [v.numpy() for v in optimizer.variables if v.path.endswith("_average")]
     require(all(np.array_equal(a, b) for a, b in zip(after_averages, averages)), "the optimizer's averages were changed")
+    require(all(np.array_equal(v.numpy(), value) for v, value in zip(model.weights, state)),
+            "the model's non-trainable state (BatchNorm statistics) changed: the averages are for the trainable "
+            "variables only, and predicting must not train")
     return "predictions with the EMA weights; model weights and averages unchanged afterwards"

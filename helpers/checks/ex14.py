@@ -7,9 +7,11 @@ temporary folder, calls the learner's function, and proves the answer by outputs
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import keras
@@ -17,7 +19,7 @@ import numpy as np
 import tensorflow as tf
 from google.protobuf.message import DecodeError
 
-from helpers.checks import exercise_check, require
+from helpers.checks import CheckFailed, LearnerCodeError, exercise_check, require
 from helpers.deploy import freeze_graph, quietly
 
 __all__ = ["check_freeze_for_serving", "check_frozen_callable", "check_float16_litert"]
@@ -41,6 +43,61 @@ def _model(n_in: int, n_out: int, seed: int, input_name: str, width: int = 8) ->
     return model
 
 
+# Likely causes of errors met in this chapter's exercises (the shared list has generic ones).
+_CAUSES: list[tuple[re.Pattern[str], str]] = [
+    (re.compile(r"AssignVariableOp was passed .* incompatible with expected resource"),
+     "the traced function writes a variable: with training=True, Keras 3's Dropout advances its "
+     "random-number state variable, and a frozen or converted graph has no variables. Trace the "
+     "inference function, model(x, training=False)."),
+    (re.compile(r"inference_input_type and inference_output_type must be tf.float32"),
+     "float16 quantization stores the weights as float16 and keeps the input and output float32: "
+     "leave inference_input_type and inference_output_type unset (float32)."),
+    (re.compile(r"depends transitively on placeholder|must feed a value for placeholder"),
+     "the output reads a placeholder you do not feed (this graph has two inputs): feed the "
+     "tensor input_name names."),
+]
+
+
+@contextlib.contextmanager
+def _chapter_causes() -> Iterator[None]:
+    """Give the learner-code hint this chapter's likely cause where one of ``_CAUSES`` matches."""
+    from helpers.checks import _learner_error_hint
+
+    try:
+        yield
+    except CheckFailed:
+        raise
+    except Exception as error:  # noqa: BLE001 - re-raised unless a cause of this chapter matches
+        text = f"{type(error).__name__}: {error}"
+        cause = next((cause for pattern, cause in _CAUSES if pattern.search(text)), None)
+        if cause is None:
+            raise
+        head = _learner_error_hint(error, frozenset()).split("\nLikely cause: ")[0]
+        # TensorFlow's message can list a whole path of ops: keep each of its lines short
+        head = "\n".join(line if len(line) <= 160 or line.startswith("    ") else line[:157] + "..."
+                          for line in head.splitlines())
+        raise LearnerCodeError(f"{head}\nLikely cause: {cause}") from error
+
+
+@contextlib.contextmanager
+def _sessions_counted() -> Iterator[list[int]]:
+    """Count the tf.compat.v1 sessions made in the block (the list's length)."""
+    from tensorflow.python.client import session as session_module
+
+    made: list[int] = []
+    original = session_module.BaseSession.__init__
+
+    def counting(self: Any, *args: Any, **kwargs: Any) -> None:
+        made.append(1)
+        original(self, *args, **kwargs)
+
+    session_module.BaseSession.__init__ = counting
+    try:
+        yield made
+    finally:
+        session_module.BaseSession.__init__ = original
+
+
 def _batch(n: int, n_in: int, seed: int) -> np.ndarray:
     return np.random.default_rng(100 + seed).normal(size=(n, n_in)).astype("float32")
 
@@ -60,7 +117,8 @@ def check_freeze_for_serving(freeze_for_serving: Callable[[keras.Model, str], st
         model = _model(n_in, n_out, seed, input_name)
         with tempfile.TemporaryDirectory() as scratch:
             path = os.path.join(scratch, f"frozen {seed}.pb")
-            name = freeze_for_serving(model, path)
+            with _chapter_causes():
+                name = freeze_for_serving(model, path)
             require(isinstance(name, str), f"freeze_for_serving returned {type(name).__name__}; return the "
                                            "output tensor's name, a str such as 'Identity:0'")
             require(os.path.isfile(path), "no file at `path`: write the frozen GraphDef there (one file)")
@@ -105,35 +163,48 @@ def check_freeze_for_serving(freeze_for_serving: Callable[[keras.Model, str], st
 
 @exercise_check("14.2")
 def check_frozen_callable(frozen_callable: Callable[[str, str, str], Callable[[np.ndarray], np.ndarray]]) -> str:
-    cases = [("temperatures", "aux", 4), ("pixels_flat", "score", 6)]
-    for seed, (input_name, wanted, n_in) in enumerate(cases, start=1):
-        model = _model(n_in, 3, seed, input_name)
+    # Two placeholders in each graph: the output asked for reads the second in the first graph and
+    # the first in the second, so feeding anything but input_name shows.
+    cases = [(("temperatures", "humidity"), "aux", 4, 1), (("pixels_flat", "mask"), "score", 6, 0)]
+    for seed, ((first, second), wanted, n_in, aux_reads) in enumerate(cases, start=1):
+        model = _model(n_in, 3, seed, first)
         aux = keras.layers.Dense(2, bias_initializer="ones", name="aux_head")
         aux.build((None, n_in))
-        spec = tf.TensorSpec([None, n_in], tf.float32, name=input_name)
-        function = tf.function(lambda x: {"score": model(x, training=False), "aux": aux(x)},
-                               input_signature=[spec])
+        specs = [tf.TensorSpec([None, n_in], tf.float32, name=name) for name in (first, second)]
+        function = tf.function(lambda *xs: {"score": model(xs[0], training=False), "aux": aux(xs[aux_reads])},
+                               input_signature=specs)
         with tempfile.TemporaryDirectory() as scratch:
             frozen = freeze_graph(function, os.path.join(scratch, "given [v2].pb"))
             outputs = dict(zip(sorted(["score", "aux"]), frozen.outputs))  # outputs follow sorted keys
+            input_name = frozen.inputs[aux_reads if wanted == "aux" else 0]
             before = open(frozen.path, "rb").read()
-            run = frozen_callable(frozen.path, frozen.inputs[0], outputs[wanted])
-            require(callable(run), f"frozen_callable returned {type(run).__name__}; return a function")
-            for rows in (5, 1):
-                batch = _batch(rows, n_in, seed)
-                want = np.asarray(model(batch, training=False) if wanted == "score" else aux(batch))
-                got = run(batch)
-                require(isinstance(got, np.ndarray), f"the function returned {type(got).__name__}; "
-                                                     "return a NumPy array (.numpy())")
-                require(got.ndim == want.ndim and got.shape[0] == want.shape[0],
-                        f"the answer has shape {got.shape}, expected {want.shape} "
-                        "(keep the batch axis, even for one row)")
-                require(got.shape == want.shape, f"the answer has shape {got.shape}: it is not the tensor "
-                                                 f"{outputs[wanted]!r}; fetch the output_name you are given")
-                require(np.allclose(got, want, atol=1e-5),
-                        f"the answer is not the tensor {outputs[wanted]!r}: fetch the output_name you are given")
+            with _sessions_counted() as sessions, _chapter_causes():
+                run = frozen_callable(frozen.path, input_name, outputs[wanted])
+                require(callable(run), f"frozen_callable returned {type(run).__name__}; return a function")
+                for call, rows in enumerate((5, 1, 5)):
+                    batch = _batch(rows, n_in, seed + 10 * call)
+                    want = np.asarray(model(batch, training=False) if wanted == "score" else aux(batch))
+                    got = run(batch)
+                    require(not sessions, "your code makes a tf.compat.v1.Session: the exercise asks for "
+                                          "TF2 (wrap_function + import_graph_def, then prune)")
+                    require(isinstance(got, np.ndarray), f"the function returned {type(got).__name__}; "
+                                                         "return a NumPy array (.numpy())")
+                    require(got.ndim == want.ndim, f"the answer has shape {got.shape}, expected {want.shape}"
+                                                   " (keep the batch axis, even for one row)")
+                    require(got.shape[0] == want.shape[0],
+                            f"the answer has shape {got.shape}, expected {want.shape}: return the output "
+                            "of the whole batch given at each call (no rows dropped, nothing kept from a "
+                            "call before)")
+                    require(got.shape == want.shape, f"the answer has shape {got.shape}: it is not the tensor "
+                                                     f"{outputs[wanted]!r}; fetch the output_name you are given")
+                    require(got.dtype == want.dtype, f"the answer is {got.dtype}, the tensor's value is "
+                                                     f"{want.dtype}: return it as it is, without a cast")
+                    require(np.allclose(got, want, atol=1e-5),
+                            f"the answer is not the tensor {outputs[wanted]!r} for this batch: feed "
+                            "input_name and fetch the output_name you are given, at each call")
             require(open(frozen.path, "rb").read() == before, "the .pb file was changed: only read it")
-    return "the callables fetch the named output of each frozen graph, as NumPy arrays, for any batch size"
+    return ("the callables feed the named input and fetch the named output of each two-input frozen "
+            "graph, without a Session, as float32 NumPy arrays for any batch size")
 
 
 # --------------------------------------------------------------------------- 14.3
@@ -161,7 +232,8 @@ def check_float16_litert(float16_litert: Callable[[keras.Model], bytes]) -> str:
     for seed, (n_in, input_name) in enumerate([(6, "signal"), (4, "row")], start=1):
         model = _model(n_in, 3, seed, input_name, width=256)  # big enough for int8 weights (1024+)
         weights = [w.numpy().copy() for w in model.weights]
-        with quietly():
+        flags = [model.trainable] + [layer.trainable for layer in model.layers]
+        with quietly(), _chapter_causes():
             content = float16_litert(model)
         require(isinstance(content, (bytes, bytearray)), f"float16_litert returned {type(content).__name__}; "
                                                          "return the converted model's bytes (convert())")
@@ -182,5 +254,8 @@ def check_float16_litert(float16_litert: Callable[[keras.Model], bytes]) -> str:
                 "convert this model (from_keras_model, or a SavedModel) and compare outputs")
         require(all(np.array_equal(a, w.numpy()) for a, w in zip(weights, model.weights)),
                 "the model's weights changed: converting must leave the model as it was")
+        require(flags == [model.trainable] + [layer.trainable for layer in model.layers],
+                "the model's trainable flags changed (model.trainable = False?): converting needs no "
+                "change to the model; leave it as it was")
     return ("each answer is a LiteRT flatbuffer with float16 weights and float32 input whose outputs match "
             "the model's within 2e-2")

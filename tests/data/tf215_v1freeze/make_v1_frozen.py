@@ -13,7 +13,8 @@ V1 = tf.compat.v1
 out = sys.argv[1]
 os.makedirs(out, exist_ok=True)
 batch = np.random.default_rng(3).normal(size=(3, 4)).astype(np.float32)
-manifest = {"written_by": f"tensorflow {tf.__version__}", "input": batch.tolist()}
+written_by = f"tensorflow {tf.__version__}"
+manifest = {}
 for name, use_resource in (("v1_resource", True), ("v1_ref", False)):
     with tf.Graph().as_default() as graph:
         V1.set_random_seed(0)
@@ -33,7 +34,17 @@ for name, use_resource in (("v1_resource", True), ("v1_ref", False)):
         f.write(frozen.SerializeToString())
     with open(os.path.join(out, name + ".pbtxt"), "w") as f:
         f.write(str(frozen))
-    manifest[name] = {k: v.tolist() for k, v in values.items()}
-    manifest[name]["ops"] = sorted({n.op for n in frozen.node})
+    variables = "resource" if use_resource else "reference"
+    common = {"kind": "frozen-graphdef", "written_by": written_by, "input": batch.tolist(),
+              "output": {k: v.tolist() for k, v in values.items()}}
+    manifest[name] = {"path": name + ".pb", **common,
+                      "description": f"a TF1 graph with {variables} variables frozen by "
+                                     "tf.compat.v1.graph_util.convert_variables_to_constants "
+                                     "(binary GraphDef)",
+                      "notes": "ops in the frozen graph: " + ", ".join(sorted({n.op for n in frozen.node}))}
+    manifest[name + "_pbtxt"] = {"path": name + ".pbtxt", **common,
+                                 "description": f"the same frozen graph ({variables} variables) "
+                                                "as a text GraphDef",
+                                 "notes": "text form of " + name + ".pb"}
 with open(os.path.join(out, "MANIFEST.json"), "w") as f:
     json.dump(manifest, f, indent=1)

@@ -1,0 +1,192 @@
+"""One address, one version: every place that names the course follows pyproject.toml.
+
+And the Colab route: the install cell that the exercise notebooks get once the address is set,
+run in a fresh virtual environment without ``helpers``, as Colab would run it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tomllib
+import types
+from pathlib import Path
+
+import nbformat
+import pytest
+
+import helpers
+from helpers import notebook
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+
+import course_address  # noqa: E402
+import make_exercises  # noqa: E402
+
+URL = "https://github.com/example-org/tf-model-state-course"
+CHAPTERS = sorted(path.stem for path in (ROOT / "solutions").glob("*.ipynb"))
+
+
+def _published_copy(tmp_path: Path, url: str = URL) -> Path:
+    """A copy of the files that name the address, with the address set the documented way."""
+    root = tmp_path / "course"
+    for name in ["README.md", "instructors/README.md", "instructors/setup.md", "CITATION.cff"]:
+        if (ROOT / name).exists():
+            (root / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(ROOT / name, root / name)
+    (root / "solutions").mkdir()
+    for stem in CHAPTERS:
+        (root / "solutions" / f"{stem}.ipynb").write_text("{}")
+    text = (ROOT / "pyproject.toml").read_text()
+    unset = '# [project.urls]\n# Repository = "https://github.com/OWNER/NAME"'
+    assert unset in text, "pyproject.toml no longer documents where the address goes"
+    (root / "pyproject.toml").write_text(text.replace(unset, f'[project.urls]\nRepository = "{url}"'))
+    return root
+
+
+# --------------------------------------------------------------------------- the setting
+
+
+def test_every_file_follows_the_address_setting():
+    assert course_address.main(["course_address.py", "--check"]) == 0, "run `python tools/course_address.py`"
+
+
+def test_while_unset_the_docs_say_where_to_set_it_and_point_nowhere():
+    assert course_address.repository() is None, "this test describes the unpublished course"
+    readme = (ROOT / "README.md").read_text()
+    assert "git+<the course's address>" in readme and "[project.urls] Repository" in readme
+    kit = (ROOT / "instructors" / "README.md").read_text()
+    assert "git clone <the course's address>" in kit and "pyproject.toml" in kit
+    assert "# repository-code: not set yet" in (ROOT / "CITATION.cff").read_text()
+    assert not any(cell.get("metadata", {}).get("tags") == ["colab"]
+                   for cell in nbformat.read(ROOT / "notebooks" / f"{CHAPTERS[0]}.ipynb", as_version=4).cells)
+
+
+def test_once_set_every_place_names_the_address(tmp_path):
+    root = _published_copy(tmp_path)
+    assert course_address.repository(root) == URL
+    texts = course_address.rendered(root)
+    readme = texts["README.md"]
+    assert f'pip install "tf-model-state-course @ git+{URL}@v0.2.0"' in readme
+    assert "<the course's address>" not in readme
+    colab = re.findall(r"\((https://colab\.research\.google\.com/[^)]*)\)", readme)
+    assert colab == [f"https://colab.research.google.com/github/example-org/tf-model-state-course/blob/v0.2.0/"
+                     f"notebooks/{stem}.ipynb" for stem in CHAPTERS]
+    assert f"git clone {URL} && cd tf-model-state-course" in texts["instructors/README.md"]
+    assert f'repository-code: "{URL}"' in texts["CITATION.cff"]
+    assert "# repository-code" not in texts["CITATION.cff"]
+    cells = make_exercises.colab_cells(CHAPTERS[1], URL, "v0.2.0")
+    assert colab[1] in cells[0].source
+    assert f"git+{URL}@v0.2.0" in cells[1].source and "[keras2]" in cells[1].source
+
+
+def test_a_non_github_address_gets_install_and_clone_lines_but_no_colab_links(tmp_path):
+    root = _published_copy(tmp_path, "https://gitlab.example.org/course/tf-state")
+    texts = course_address.rendered(root)
+    assert "git+https://gitlab.example.org/course/tf-state@v0.2.0" in texts["README.md"]
+    assert "colab.research.google.com" not in texts["README.md"]
+    assert make_exercises.colab_cells(CHAPTERS[0], "https://gitlab.example.org/course/tf-state", "v0") == []
+
+
+def test_an_address_that_is_not_https_is_refused(tmp_path):
+    root = _published_copy(tmp_path, "git@github.com:example/course.git")
+    with pytest.raises(ValueError, match="must be an https:// address"):
+        course_address.repository(root)
+
+
+def test_one_version_string():
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    assert helpers.__version__ == version
+    assert f"\nversion: {version}\n" in (ROOT / "CITATION.cff").read_text()
+
+
+# --------------------------------------------------------------------------- Colab
+
+
+def test_the_colab_cells_go_before_the_setup_cell_and_fit_the_course_rules():
+    solution = nbformat.read(ROOT / "solutions" / f"{CHAPTERS[1]}.ipynb", as_version=4)
+    colab = make_exercises.colab_cells(CHAPTERS[1], URL, "v0.2.0")
+    exercise = make_exercises.make_exercise_notebook(solution, colab)
+    code = [cell for cell in exercise.cells if cell.cell_type == "code"]
+    assert code[0].source == colab[1].source
+    assert code[1].source.startswith("from helpers.notebook import start_notebook")
+    assert exercise.cells[0].source.startswith("# "), "the title stays first"
+    lines = code[0].source.splitlines()
+    assert len(lines) <= 25 and max(map(len, lines)) <= 100
+    # Generating again from a generated notebook does not add a second pair.
+    again = make_exercises.make_exercise_notebook(exercise, colab)
+    assert sum("colab" in cell.metadata.get("tags", []) for cell in again.cells) == 2
+
+
+def test_start_notebook_in_colab_asks_for_a_restart_when_an_old_package_is_loaded(monkeypatch):
+    monkeypatch.setitem(sys.modules, "google.colab", types.ModuleType("google.colab"))
+    monkeypatch.setitem(sys.modules, "h5py", types.SimpleNamespace(__version__="1.0.0"))
+    assert notebook.in_colab()
+    message = notebook.restart_needed()
+    assert message.startswith("Restart the runtime now (Colab: Runtime > Restart session)")
+    assert "h5py (1.0.0 loaded" in message
+    with pytest.raises(RuntimeError, match="Restart the runtime"):
+        notebook.start_notebook()
+
+
+def _fresh_environment_without_helpers(tmp_path: Path) -> Path:
+    """A venv that sees this environment's packages (TensorFlow...) but not the course's own."""
+    view = tmp_path / "packages-view"
+    view.mkdir()
+    for entry in Path(sysconfig.get_paths()["purelib"]).iterdir():
+        name = entry.name.lower()
+        if not name.startswith(("helpers", "tf_model_state_course", "__editable__", "_tf_model_state")):
+            (view / entry.name).symlink_to(entry)
+    venv = tmp_path / "colab-like"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    (Path(site) / "packages-view.pth").write_text(f"{view}\n")
+    return python
+
+
+def _wheel(tmp_path: Path) -> Path:
+    source = tmp_path / "source"
+    source.mkdir()
+    for name in ["pyproject.toml", "README.md", "LICENSE", "LICENSE-TEXT.md"]:
+        shutil.copyfile(ROOT / name, source / name)
+    shutil.copytree(ROOT / "helpers", source / "helpers", ignore=shutil.ignore_patterns("__pycache__"))
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
+                    "--disable-pip-version-check", "--wheel-dir", str(tmp_path / "wheels"), str(source)],
+                   cwd=source, check=True, capture_output=True)
+    (wheel,) = (tmp_path / "wheels").glob("*.whl")
+    return wheel
+
+
+def test_the_colab_cell_installs_the_course_in_a_fresh_environment_and_only_in_colab(tmp_path):
+    python = _fresh_environment_without_helpers(tmp_path)
+    wheel = _wheel(tmp_path)
+    requirement = f"tf-model-state-course[keras2] @ {wheel.as_uri()}"
+    (tmp_path / "cell.py").write_text(make_exercises.colab_install_source(requirement))
+    as_colab = ("import sys, types; sys.modules['google.colab'] = types.ModuleType('google.colab'); "
+                "exec(open('cell.py').read())")
+    environment = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    environment.update(PIP_NO_INDEX="1", PIP_DISABLE_PIP_VERSION_CHECK="1")  # offline: only the wheel
+
+    def run(code: str) -> str:
+        result = subprocess.run([str(python), "-c", code], cwd=tmp_path, env=environment,
+                                capture_output=True, text=True, timeout=300)
+        assert result.returncode == 0, result.stdout + result.stderr
+        return result.stdout
+
+    helpers_missing = "import importlib.util; assert importlib.util.find_spec('helpers') is None"
+    run(helpers_missing)
+    assert run("exec(open('cell.py').read())") == "", "outside Colab the cell does nothing"
+    run(helpers_missing)
+    out = run(as_colab)
+    assert out.splitlines() == ["Installing the course (a few minutes the first time)...",
+                                "The course is installed: run the next cell."]
+    where = run("import helpers; print(helpers.__file__, helpers.__version__)")
+    assert str(tmp_path / "colab-like") in where and helpers.__version__ in where
+    assert run(as_colab) == "", "with the course installed the cell does nothing"
