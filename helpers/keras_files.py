@@ -140,8 +140,13 @@ def describe_keras_file(path: str | os.PathLike) -> KerasFileDescription:
     if os.path.isdir(text):
         raise NotAKerasFileError(text, _why_folder(text))
     if text.endswith(".keras"):
+        if _signature(text) == "hdf5":
+            raise NotAKerasFileError(text, "an HDF5 file, not a zip archive (a .keras file is a zip): "
+                                           + _why_hdf5(text, renamed=True))
         return KerasFileDescription(text, "keras archive", _describe_archive(text))
     if text.endswith(".weights.h5"):
+        if _signature(text) == "zip":
+            raise NotAKerasFileError(text, _ZIP_NAMED_H5)
         return KerasFileDescription(text, "weights", tuple(_describe_h5(text, text)))
     if text.endswith(".weights.json"):
         return KerasFileDescription(text, "sharded weights", _describe_sharded(text))
@@ -156,20 +161,89 @@ def _why_not_keras(text: str) -> str:
     return "its name does not end in .keras, .weights.h5 or .weights.json"
 
 
+_HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
+_ZIP_NAMED_H5 = ("a zip archive, not HDF5 (a .keras file renamed?): copy it under a name ending in .keras; "
+                 "describe_keras_file and keras.models.load_model read it by that name")
+
+
+def _signature(text: str) -> str:
+    """What a file's first bytes say it is: ``"hdf5"``, ``"zip"`` or ``""``; the name may say otherwise."""
+    with open(text, "rb") as file:
+        head = file.read(8)
+    return "hdf5" if head == _HDF5_SIGNATURE else "zip" if head.startswith(b"PK\x03\x04") else ""
+
+
 def _why_legacy_h5(text: str) -> str:
     """What a ``.h5`` file that is not a Keras 3 weights file is, and what reads it."""
     if zipfile.is_zipfile(text):
         return "a zip archive (a .keras file renamed .h5?): give it its .keras name back"
+    return _why_hdf5(text)
+
+
+def _why_hdf5(text: str, renamed: bool = False) -> str:
+    """What an HDF5 file holds, told by its layout (not its name), and the route that reads it.
+
+    ``renamed``: the file has a name Keras reads as another format, so every
+    route starts with a copy under the right name.
+    """
     try:
         with h5py.File(text, "r") as h5:
+            legacy = "layer_names" in h5.attrs or "model_weights" in h5
             whole_model = "model_config" in h5.attrs
-    except OSError as error:
+            keras_212 = "_layer_checkpoint_dependencies" in h5  # Keras 2.12/2.13's .weights.h5 layout
+            keras_3 = "vars" in h5 and "name" in h5["vars"].attrs  # Keras 3 names each object; Keras 2.14/2.15 not
+            weights = "vars" in h5 or "layers" in h5
+    except (OSError, RuntimeError, KeyError) as error:
         return f"a truncated or damaged HDF5 file ({first_line(error)}); copy or download it again"
-    if whole_model:
-        return ("a legacy (Keras 2) whole-model HDF5 file: keras.models.load_model(path, compile=False) "
-                "reads it (helpers.keras2.describe_legacy_h5 lists it)")
-    return ("a legacy (Keras 2) HDF5 weights file: model.load_weights(path) reads it into a model of the "
-            "same architecture (helpers.keras2.describe_legacy_h5 lists it)")
+    as_h5 = "copy it under a name ending in .h5 (Keras reads a legacy file by that name), then " if renamed else ""
+    if legacy and whole_model:
+        return f"a legacy (Keras 2) whole-model HDF5 file: {as_h5}{_whole_model_route(text)}"
+    if legacy:
+        return (f"a legacy (Keras 2) HDF5 weights file: {as_h5}model.load_weights(path) reads it into a model of "
+                "the same architecture (helpers.keras2.describe_legacy_h5 lists it)")
+    if keras_212:
+        return ("a weights file in the .weights.h5 layout of Keras 2.12/2.13, which Keras 3 cannot read: open it "
+                "with the Keras that wrote it, save_weights('m.h5'), then "
+                "helpers.keras2.convert_legacy_h5('m.h5', 'm.weights.h5', model=twin)")
+    if weights:
+        writer = "Keras 3" if keras_3 else "Keras 2.14/2.15 (tf.keras' new layout, which records no version)"
+        return (f"a .weights.h5 file written by {writer} under another name: Keras reads this layout only by a "
+                "name ending in .weights.h5 (load_weights takes a plain .h5 for the legacy layout and fails): "
+                "copy it under such a name, then describe_keras_file and model.load_weights read the copy")
+    return "an HDF5 file that is neither Keras 3 weights nor a legacy Keras file"
+
+
+def _whole_model_route(text: str) -> str:
+    """The route that rebuilds a legacy whole-model ``.h5`` in Keras 3, found by running it.
+
+    Keras 3's own loader is tried first (what ``load_model`` runs for a
+    ``.h5`` name, so the file's own name does not matter). Where it fails,
+    helpers.keras2 rebuilds the architecture (without its weights) the way
+    ``convert_legacy_h5`` would, and what that says is the route.
+    """
+    from keras.src.legacy.saving import legacy_h5_format
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            legacy_h5_format.load_model_from_hdf5(text, compile=False)
+        return "keras.models.load_model(path, compile=False) reads it (helpers.keras2.describe_legacy_h5 lists it)"
+    except Exception:  # noqa: BLE001 - any failure of Keras' loader sends the reader to the converter
+        pass
+    # Imported here: helpers.keras2 (the converter) is heavier than this module and need not load with it.
+    from helpers.errors import LegacyModelError
+    from helpers.keras2 import _model_from_h5
+
+    failed = "keras.models.load_model cannot rebuild it"
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            _model_from_h5(text, safe_mode=True)
+    except LegacyModelError as error:
+        return f"{failed}: " + "; ".join(error.problems) + f"; route (helpers.keras2): {error.route}"
+    return (f"{failed} (Keras 2-only arguments, nested models or keyword tensors); "
+            "helpers.keras2.convert_legacy_h5(path, 'model.keras') converts it (arguments patched, "
+            "nested models renumbered, every weight paired by name), and keras.models.load_model reads the copy")
 
 
 def _why_missing(text: str) -> str:

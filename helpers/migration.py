@@ -148,13 +148,18 @@ class ConvertedCheckpoint(str):
     def __repr__(self) -> str:
         unfilled = self.report.unfilled
         if not unfilled:
-            return f"{str(self)!r}, converted with {self.report}"
-        warning = textwrap.fill(
-            f"{str(self)!r} holds a PARTIAL MODEL: {len(unfilled)} variable(s) written with their "
-            f"current values, not from the checkpoint: {', '.join(unfilled)}; converted with",
-            _WIDTH, break_long_words=False, break_on_hyphens=False,
-        )
-        return f"{warning} {self.report}"
+            text = f"{str(self)!r}, converted with {self.report}"
+        else:
+            warning = textwrap.fill(
+                f"{str(self)!r} holds a PARTIAL MODEL: {len(unfilled)} variable(s) written with their "
+                f"current values, not from the checkpoint: {', '.join(unfilled)}; converted with",
+                _WIDTH, break_long_words=False, break_on_hyphens=False,
+            )
+            text = f"{warning} {self.report}"
+        if any(char in self for char in "[]*?"):
+            text += ("\n  TensorFlow takes '[', ']', '*' and '?' in a prefix for glob patterns: hand "
+                     "tf.train.Checkpoint.restore helpers.files.glob_safe_prefix(path), not the path itself")
+        return text
 
 
 # --------------------------------------------------------------------------- paths
@@ -394,17 +399,21 @@ def name_based_to_object_based(
     (``assert_consumed()`` passes on a fresh object of the same structure).
     Returns the prefix written, a ``str`` whose ``.report`` is the restore's
     report; its repr lists what was skipped. Refuses to overwrite an existing
-    checkpoint at ``out_prefix`` (``WouldOverwriteError``).
+    checkpoint at ``out_prefix`` (``WouldOverwriteError``). A prefix with
+    ``[``, ``]``, ``*`` or ``?`` is written as given; TensorFlow's restore
+    takes them for glob patterns, so hand it
+    ``helpers.files.glob_safe_prefix(path)`` (the repr says so).
 
     Two kinds of mismatch, two switches; each check runs before anything is
     restored or written:
 
     * ``strict``: checkpoint keys the model does not use (an optimizer's
       slots, ``global_step``). ``True`` refuses them
-      (``CheckpointMismatchError``); ``False`` leaves them out of the new file
-      and lists them in the report.
+      (``CheckpointMismatchError``, whose hint names ``strict=False``);
+      ``False`` leaves them out of the new file and lists them in the report.
     * ``allow_unfilled``: variables of the model the checkpoint does not fill
-      (missing from it, or of another shape or dtype). Written anyway, they
+      (missing from it, of another shape or dtype, or left out of
+      ``name_map``: every variable of ``root`` counts). Written anyway, they
       would hold their current (initial) values in a file that loads like a
       complete conversion, so by default they are refused
       (``PartialModelError``, whatever ``strict`` says). ``True`` writes them
@@ -429,8 +438,11 @@ def name_based_to_object_based(
     if name_map is not None:
         _refuse_foreign(variables_by_key(name_map), root)
     target = name_map if name_map is not None else root
+    # The model's variables a name map leaves out get no value either: unfilled, like missing keys.
+    left_out = _left_out(name_map, root) if name_map is not None else []
     with reading(ckpt_path) as (shown, reader):
         planned, _ = _compare(reader, variables_by_key(target))
+    planned.missing = sorted(set(planned.missing) | set(left_out))
     refused = {} if allow_unfilled else {
         "missing": planned.missing,
         "shape_mismatches": planned.shape_mismatches,
@@ -440,12 +452,22 @@ def name_based_to_object_based(
         refused["unexpected"] = planned.unexpected
     if any(refused.values()):
         if allow_unfilled or not planned.unfilled:
-            raise CheckpointMismatchError(shown, _describe(target), **refused)
-        raise PartialModelError(shown, _describe(target), hint=_UNFILLED_HINT, **refused)
+            error = CheckpointMismatchError(shown, _describe(target), **refused)
+            error.args = (error.args[0] + f"\n  hint: {_UNUSED_HINT}",)  # only unused keys are refused here
+            raise error
+        hint = (f"the name map leaves out {', '.join(left_out)}; " if left_out else "") + _UNFILLED_HINT
+        raise PartialModelError(shown, _describe(target), hint=hint, **refused)
     report = restore_name_based(ckpt_path, target, strict=False)
+    report.missing = sorted(set(report.missing) | set(left_out))
     checkpoint = tf.train.Checkpoint(**{edge: root})
     checkpoint.save_counter  # created now, so that restore(...).assert_consumed() finds it
     return ConvertedCheckpoint(checkpoint.write(out), report)
+
+
+_UNUSED_HINT = (
+    "strict=False converts anyway, leaving the unused keys (an optimizer's slots, global_step, other "
+    "scopes) out of the new file and listing them in the result"
+)
 
 
 _UNFILLED_HINT = (
@@ -453,6 +475,12 @@ _UNFILLED_HINT = (
     "fix the name map (tf.train.list_variables lists the checkpoint's keys), or pass "
     "allow_unfilled=True to write them as they are (the result lists them)"
 )
+
+
+def _left_out(name_map: Mapping[str, Any], root: Any) -> list[str]:
+    """The keys (``variables_by_key(root)``) of ``root``'s variables that no entry of ``name_map`` names."""
+    mapped = {id(variable) for variable in name_map.values()}
+    return sorted(key for key, variable in variables_by_key(root).items() if id(variable) not in mapped)
 
 
 def _refuse_foreign(name_map: Mapping[str, Any], root: Any) -> None:

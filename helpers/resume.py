@@ -55,11 +55,13 @@ import tensorflow as tf
 
 from tensorflow.core.protobuf.trackable_object_graph_pb2 import TrackableObjectGraph
 
-from helpers.errors import NotACheckpointError, TrainingStateError
+from helpers.errors import NotACheckpointError, NotWritableError, TrainingStateError
+from helpers.files import refuse_unwritable
 from helpers.inspection import OBJECT_GRAPH_KEY, open_checkpoint, read_tensor
 
 __all__ = [
     "FolderAudit",
+    "NotWritableError",
     "TrainingStateError",
     "audit_checkpoint_folder",
     "checkpoint_misfits",
@@ -302,6 +304,15 @@ def train_resumably(
     ends the run early (to simulate an interruption). ``before_save(n)`` is
     called just before each save. Returns the newest checkpoint's path.
 
+    Refused before anything runs: a folder that cannot be written into
+    (``NotWritableError``), and a folder holding checkpoints without the
+    ``checkpoint`` state file that lists them (``Checkpoint.write`` makes
+    no state file, so ``CheckpointManager`` would not see them and the run
+    would start from step 0 beside them: ``TrainingStateError``). With a
+    state file, its newest checkpoint is the one resumed from; checkpoints
+    it does not list (a save torn by a crash) are left alone, as
+    ``audit_checkpoint_folder`` shows.
+
     Example:
         >>> step = tf.Variable(0, dtype=tf.int64)
         >>> w = tf.Variable(1.0)
@@ -325,7 +336,16 @@ def train_resumably(
         # TensorFlow finds a checkpoint's files by glob: it would save there, then fail to restore
         raise NotACheckpointError(folder, "TensorFlow reads '[', ']', '*' and '?' in a checkpoint path as glob "
                                           "patterns and cannot restore from it: use a folder name without them")
+    refuse_unwritable(os.path.join(folder, "checkpoint"))  # before the first step, not at the first save
     manager = tf.train.CheckpointManager(checkpoint, folder, max_to_keep=max_to_keep)
+    unlisted = _unlisted_checkpoints(folder) if not manager.latest_checkpoint else []
+    if unlisted:
+        raise TrainingStateError(
+            f"{folder!r} holds checkpoint(s) {', '.join(map(repr, unlisted))} but no 'checkpoint' state file "
+            "listing them (Checkpoint.write makes none): CheckpointManager would not see them and the run "
+            "would start from step 0 beside them; nothing was run. To go on from one, restore it with "
+            "checkpoint.read(prefix).assert_consumed() and train into a new folder; to start afresh, "
+            "use an empty folder")
     if manager.latest_checkpoint:
         latest = manager.latest_checkpoint
         problems = checkpoint_misfits(checkpoint, latest)  # before anything is assigned
@@ -347,6 +367,12 @@ def train_resumably(
                 before_save(int(step))
             manager.save(checkpoint_number=int(step))
     return manager.latest_checkpoint
+
+
+def _unlisted_checkpoints(folder: str) -> list[str]:
+    """The checkpoint prefixes (by their ``.index`` files) in ``folder``, by name."""
+    names = sorted(os.listdir(folder)) if os.path.isdir(folder) else []
+    return [name[: -len(".index")] for name in names if name.endswith(".index")]
 
 
 def checkpoint_misfits(checkpoint: tf.train.Checkpoint, prefix: str | os.PathLike) -> list[str]:

@@ -366,13 +366,19 @@ def _asset_file_defs(meta_graph: meta_graph_pb2.MetaGraphDef) -> list[meta_graph
 
 
 def _variables(folder: str) -> tuple[int, int]:
-    """How many values ``variables/`` holds, and their bytes (0, 0 when there is no variables folder).
+    """How many values ``variables/`` holds, and their bytes (0, 0 when it holds no checkpoint at all).
 
-    Every data file must be as long as its index says: the values of all
+    Data files without their ``.index`` are refused (a damaged copy), and
+    every data file must be as long as its index says: the values of all
     dtypes (strings and the object graph too) end where the index places them.
     """
     prefix = os.path.join(folder, VARIABLES_PREFIX)
     if not os.path.isfile(prefix + ".index"):
+        base = os.path.basename(prefix)
+        data = sorted(name for name in _listing(os.path.dirname(prefix)) if name.startswith(base + ".data-"))
+        if data:  # values without the index that says where each one lies: tf.saved_model.load fails too
+            raise NotASavedModelError(folder, f"its variables/ index file {base + '.index'!r} is missing, while "
+                                      f"{data[0]!r} is there: a damaged or incomplete copy; copy the folder again")
         return 0, 0
     try:
         description = describe_checkpoint(prefix)  # reads names with [, *, ? literally
@@ -387,6 +393,10 @@ def _variables(folder: str) -> tuple[int, int]:
             raise NotASavedModelError(folder, f"its variables/ data file {name!r} is {state}: copy the folder again")
     keys = [key for key in description.keys if key != OBJECT_GRAPH_KEY]
     return len(keys), description.total_bytes
+
+
+def _listing(folder: str) -> list[str]:
+    return os.listdir(folder) if os.path.isdir(folder) else []
 
 
 # A checkpoint's .index is a table (LevelDB's format) of BundleEntryProto values, one per key.

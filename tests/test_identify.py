@@ -27,6 +27,7 @@ STORED_KIND = {
     "legacy-h5-weights": "legacy-h5-weights",
     "tf-checkpoint/keras2-save-weights": "checkpoint-keras2",
     "tf-checkpoint/keras2-object": "checkpoint-keras2",
+    "tf-checkpoint/tf1-saver": "tf1-checkpoint",
     "tf-checkpoint-manager/keras2-object": "checkpoint-folder",
     "frozen-graphdef": "frozen-graph",
     "keras-zip/keras2": "keras2-archive",

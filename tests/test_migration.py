@@ -721,3 +721,14 @@ def test_a_folder_stands_for_its_newest_checkpoint(tf1_ckpt, tmp_path):
     np.testing.assert_array_equal(tf.train.load_checkpoint(out).get_tensor("dense/kernel"), KERNEL)
     assert restore_name_based(Path(tf1_ckpt).parent, name_map(dense()), strict=False).restored == [
         "dense/bias", "dense/kernel"]
+
+
+def test_a_conversion_to_a_glob_path_names_glob_safe_prefix_and_that_route_restores(tf1_ckpt, tmp_path):
+    layer = dense()
+    out = name_based_to_object_based(tf1_ckpt, tmp_path / "run[1]" / "ckpt", layer, name_map(layer), strict=False)
+    assert out == str(tmp_path / "run[1]" / "ckpt")  # the path written, as documented
+    assert "glob_safe_prefix(path)" in repr(out)
+    from helpers.files import glob_safe_prefix
+    fresh = dense()
+    tf.train.Checkpoint(model=fresh).restore(glob_safe_prefix(out)).assert_consumed()  # the route named
+    np.testing.assert_array_equal(fresh.kernel.numpy(), KERNEL)
