@@ -46,7 +46,7 @@ from helpers.errors import (
     TensorNotFoundError,
     WouldOverwriteError,
 )
-from helpers.files import path_text, refuse_existing
+from helpers.files import glob_safe_folder, path_text, refuse_existing
 
 __all__ = [
     "FreezeError",
@@ -446,24 +446,9 @@ def _folder_size(path: str) -> int:
     return sum(os.path.getsize(os.path.join(root, name)) for root, _, names in os.walk(path) for name in names)
 
 
-def _plain_folder_name(path: str) -> str:
-    """``path``, or a link to it with a plain name: TF's SavedModel reader takes ``[`` for a pattern."""
-    if "[" not in path:
-        return path
-    import atexit
-    import shutil
-    import tempfile
-
-    folder = tempfile.mkdtemp(prefix="deploy-link-")
-    atexit.register(shutil.rmtree, folder, ignore_errors=True)
-    link = os.path.join(folder, "saved_model")
-    os.symlink(os.path.abspath(path), link, target_is_directory=True)
-    return link
-
-
 def _runner(path: str, kind: str, batch: np.ndarray) -> Callable[[], np.ndarray]:
     if kind == KINDS[0]:
-        loaded = tf.saved_model.load(_plain_folder_name(path))
+        loaded = tf.saved_model.load(glob_safe_folder(path))
         signatures = dict(loaded.signatures)
         if "serving_default" not in signatures:
             raise NotAModelFileError(path, "a SavedModel without a serving_default signature")

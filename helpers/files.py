@@ -213,3 +213,25 @@ def _files_of(text: str, stem: str, shard: re.Match | None) -> list[str]:
     if not any(file.endswith(".index") for file in own) and os.path.isfile(text):
         return [text]  # an old single-file (V1) checkpoint, or one shard of a V1 one
     return own
+
+
+def glob_safe_folder(path: str | os.PathLike) -> str:
+    """``path``, or a link to it whose name has no ``[``, ``*`` or ``?``, for TensorFlow's SavedModel reader.
+
+    ``tf.saved_model.load`` reads ``variables/variables`` through a glob, so a folder
+    such as ``run[1]`` fails ("Failed to find any matching files"). The link lives in a
+    temporary folder removed when Python exits; the folder itself is untouched.
+
+    Example:
+        >>> glob_safe_folder("exports/plain")
+        'exports/plain'
+        >>> tf.saved_model.load(glob_safe_folder("runs/run[1]/export"))   # doctest: +SKIP
+    """
+    text = path_text(path, "SavedModel folder")
+    if not GLOB_CHARACTERS.search(text):
+        return text
+    folder = tempfile.mkdtemp(prefix="tf-glob-safe-folder-")
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    link = os.path.join(folder, "saved_model")
+    os.symlink(os.path.abspath(text), link, target_is_directory=True)
+    return link

@@ -27,6 +27,7 @@ From a shell: ``python -m helpers PATH [--verify] [--json]``.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -271,31 +272,38 @@ def identify(path: str | os.PathLike) -> Identification:
     if not os.path.exists(text):
         if os.path.isfile(text + ".index"):
             return _checkpoint(text)
+        if os.path.islink(text) and _is_link_loop(text):
+            return _not_model(text, "a symbolic link loop (the links point at each other)")
         return _not_model(text, "no such file or folder")
     if not os.path.isfile(text):
         return _not_model(text, "not a regular file")
-    if _OWN_FILE.search(text) and os.path.isfile(text[: _OWN_FILE.search(text).start()] + ".index"):
-        prefix = text[: _OWN_FILE.search(text).start()]
-        info = _checkpoint(prefix)
-        info.traps.insert(0, f"this is one of a checkpoint's files: TensorFlow's readers take the prefix "
-                             f"{os.path.basename(prefix)!r}")
-        return info
     try:
         with open(text, "rb") as file:
             head = file.read(16)
     except OSError as error:
         return _not_model(text, f"cannot read it ({first_line(error)})")
     size = os.path.getsize(text)
+    own = _OWN_FILE.search(text)
+    # The first bytes decide, a name only hints: an HDF5 or zip file named .index is no index
+    # (a .data file's bytes are raw tensor values, so there the .index beside it decides).
+    if own and ((own[1] == "index" and _magic(head)) or not os.path.isfile(text[: own.start()] + ".index")):
+        own = None
+    if own:
+        prefix = text[: own.start()]
+        info = _checkpoint(prefix)
+        info.traps.insert(0, f"this is one of a checkpoint's files: TensorFlow's readers take the prefix "
+                             f"{os.path.basename(prefix)!r}")
+        return info
     if size == 0:
         return _not_model(text, "the file is empty (0 bytes)")
-    if text.endswith(".meta"):
-        return _meta_graph(text)
     if head[4:8] == b"TFL3":
         return _tflite(text, size)
     if head.startswith(b"PK"):
         return _zip(text)
     if head.startswith(b"\x89HDF\r\n\x1a\n"):
         return _hdf5(text)
+    if text.endswith(".meta"):
+        return _meta_graph(text)
     if text.endswith(".weights.json"):
         return _sharded(text)
     if text.endswith(".onnx") or _looks_like_onnx(text):
@@ -303,6 +311,21 @@ def identify(path: str | os.PathLike) -> Identification:
     if text.endswith(".pb") or text.endswith(".pbtxt"):
         return _graph_def(text, size)
     return _v1_or_unknown(text, head)
+
+
+def _magic(head: bytes) -> bool:
+    """Whether ``head`` starts like a LiteRT, zip or HDF5 file (formats with a magic number)."""
+    return head[4:8] == b"TFL3" or head.startswith((b"PK", b"\x89HDF\r\n\x1a\n"))
+
+
+def _is_link_loop(path: str) -> bool:
+    import errno
+
+    try:
+        os.stat(path)
+    except OSError as error:
+        return error.errno == errno.ELOOP
+    return False
 
 
 def _not_model(path: str, reason: str) -> Identification:
@@ -360,8 +383,9 @@ def _checkpoint_folder(folder: str) -> Identification:
     if named and (os.path.isabs(named) or re.match(r"^[A-Za-z]:\\", named)) and \
             os.path.normpath(named) != os.path.normpath(prefix):
         info.traps.append(f"the state file names another machine's path ({named!r}): "
-                          "tf.train.latest_checkpoint(folder) returns it and restoring it fails; "
-                          "helpers.inspection.resolve_checkpoint(folder) finds the file here")
+                          "tf.train.latest_checkpoint(folder) returns None (and logs an error), "
+                          "CheckpointManager(...).latest_checkpoint returns that path, which does not "
+                          "exist here; helpers.inspection.resolve_checkpoint(folder) finds the file here")
     times = {}
     for name in kept:
         candidate = os.path.join(folder, name + ".index")
@@ -453,7 +477,7 @@ def _v1_or_unknown(text: str, head: bytes) -> Identification:
 
 
 def _meta_summary(path: str) -> tuple[str, int, set[str]]:
-    """TensorFlow version, number of variables and the devices pinned in a ``.meta`` file."""
+    """TensorFlow version, number of variables and the GPU/TPU/other machines' devices of a ``.meta``."""
     from tensorflow.core.protobuf import meta_graph_pb2
 
     meta = meta_graph_pb2.MetaGraphDef()
@@ -461,8 +485,16 @@ def _meta_summary(path: str) -> tuple[str, int, set[str]]:
         meta.ParseFromString(file.read())
     nodes = meta.graph_def.node
     variables = sum(node.op in ("VarHandleOp", "VariableV2", "Variable") for node in nodes)
-    devices = {node.device for node in nodes if node.device}
+    devices = {node.device for node in nodes if _foreign_device(node.device)}
     return meta.meta_info_def.tensorflow_version, variables, devices
+
+
+def _foreign_device(device: str) -> bool:
+    """A device string this CPU-only process may not have: a GPU/TPU, or another job or task."""
+    if re.search(r"(GPU|TPU)", device, re.I):
+        return True
+    job, task = re.search(r"/job:([^/]+)", device), re.search(r"/task:(\d+)", device)
+    return bool(job and job[1] != "localhost") or bool(task and task[1] != "0")
 
 
 def _meta_graph(path: str) -> Identification:
@@ -512,6 +544,11 @@ def _zip(path: str) -> Identification:
             names = archive.namelist()
             metadata = json.loads(archive.read("metadata.json")) if "metadata.json" in names else None
             config = json.loads(archive.read("config.json")) if "config.json" in names else None
+            try:
+                optimizer = _archive_has_optimizer(archive) if "model.weights.h5" in names else False
+            except (OSError, ValueError, KeyError) as error:  # h5py: not HDF5, or cut short
+                return _not_model(path, f"a .keras zip whose model.weights.h5 is truncated or damaged "
+                                        f"({first_line(error)})")
     except (zipfile.BadZipFile, EOFError, OSError) as error:
         return _not_model(path, f"a truncated or damaged zip file ({first_line(error)})")
     except (ValueError, KeyError) as error:
@@ -524,7 +561,7 @@ def _zip(path: str) -> Identification:
                           written_by={"Keras": version})
     info.holds = {"model": f"{config.get('class_name', '?')} "
                            f"{config.get('config', {}).get('name', '')!r}".strip(),
-                  "optimizer state": _archive_has_optimizer(path),
+                  "optimizer state": optimizer,
                   "custom objects": _custom_classes(config)}
     lam = _has_lambda_code(config)
     if info.kind == "keras3-archive":
@@ -561,18 +598,18 @@ def _zip(path: str) -> Identification:
         info.how_to_load = _code(path, """
             import os, tempfile, keras
             from helpers.keras2 import convert_legacy_h5, run_keras2
-            folder = tempfile.mkdtemp()  # never next to the file
-            # Keras 2 (tf-keras) reads its own .keras and re-saves it as a legacy .h5 ...
-            source = os.path.abspath(path)  # the Keras 2 process runs in `folder`
-            run_keras2(f"keras.models.load_model({source!r}, compile=False).save('model.h5')",
-                       cwd=folder)
-            # ... which the course's recipe carries into Keras 3, weight by weight.
-            out = os.path.join(folder, "model.keras")
-            convert_legacy_h5(os.path.join(folder, "model.h5"), out)
-            loaded = keras.models.load_model(out)
+            with tempfile.TemporaryDirectory() as folder:  # never next to the file; removed after
+                # Keras 2 (tf-keras) reads its own .keras and re-saves it as a legacy .h5 ...
+                source = os.path.abspath(path)  # the Keras 2 process runs in `folder`
+                run_keras2(f"keras.models.load_model({source!r}, compile=False).save('model.h5')",
+                           cwd=folder)
+                # ... which the course's recipe carries into Keras 3, weight by weight.
+                out = os.path.join(folder, "model.keras")
+                convert_legacy_h5(os.path.join(folder, "model.h5"), out)
+                loaded = keras.models.load_model(out)
             """) + _MODEL_REPORT
     else:
-        info.traps.append(f"tf-keras 2.21 cannot read it either (Keras {version}'s weight layout): "
+        info.traps.append("tf-keras 2.21 cannot read it either: "
                           "build the model in Keras 3 code and assign these weights by layer")
         info.how_to_load = _code(path, """
             import h5py, io, zipfile
@@ -598,12 +635,58 @@ _MODEL_REPORT = _code_tail("""
     """)
 
 
-def _archive_has_optimizer(path: str) -> bool:
+def _archive_has_optimizer(archive: zipfile.ZipFile) -> bool:
+    """Whether the archive's model.weights.h5 holds optimizer variables; reads only HDF5 metadata."""
     import h5py
-    import io
 
-    with zipfile.ZipFile(path) as archive, h5py.File(io.BytesIO(archive.read("model.weights.h5")), "r") as h5:
+    member = archive.getinfo("model.weights.h5")
+    if member.compress_type == zipfile.ZIP_STORED:  # Keras writes it so: read it in place
+        source: Any = _Window(archive.filename, member)
+    else:
+        source = archive.open(member)  # streamed: seeks back re-read from the start, never all in memory
+    with source, h5py.File(source, "r") as h5:
         return "optimizer" in h5 and len(h5["optimizer"]) > 0
+
+
+class _Window(io.RawIOBase):
+    """The bytes of one stored (uncompressed) zip member, read from the archive file in place."""
+
+    def __init__(self, path: str, member: zipfile.ZipInfo) -> None:
+        super().__init__()
+        self._file = open(path, "rb")
+        self._file.seek(member.header_offset)
+        header = self._file.read(30)
+        if header[:4] != b"PK\x03\x04":
+            raise OSError("model.weights.h5: bad local header in the zip (damaged)")
+        name_length, extra_length = int.from_bytes(header[26:28], "little"), int.from_bytes(header[28:30], "little")
+        self._start = member.header_offset + 30 + name_length + extra_length
+        self._size, self._position = member.file_size, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._position
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        base = {0: 0, 1: self._position, 2: self._size}[whence]
+        self._position = max(0, base + offset)
+        return self._position
+
+    def readinto(self, buffer: Any) -> int:
+        count = max(0, min(len(buffer), self._size - self._position))
+        self._file.seek(self._start + self._position)
+        data = self._file.read(count)
+        buffer[: len(data)] = data
+        self._position += len(data)
+        return len(data)
+
+    def close(self) -> None:
+        self._file.close()
+        super().close()
 
 
 def _class_configs(config: Any):
@@ -650,10 +733,29 @@ def _hdf5(path: str) -> Identification:
         group = file["model_weights"] if "model_weights" in file else file
         if "layer_names" in group.attrs:
             return _legacy_h5(path, file, whole=False)
-        if "layers" in file or "vars" in file or "_layer_checkpoint_dependencies" in file:
+        if _keras_weights_layout(file):
             return _weights_h5(path, file)
         shown = ", ".join(list(file)[:3]) or "nothing"
         return _not_model(path, f"a plain HDF5 file, not Keras weights (top-level entries: {shown})")
+
+
+def _keras_weights_layout(file: Any) -> bool:
+    """Whether an HDF5 file has the layout of ``save_weights`` to ``.weights.h5``.
+
+    Keras 2.12/2.13 keys layers under ``_layer_checkpoint_dependencies``; Keras 2.15 and 3
+    write a top-level ``vars`` group and a ``layers`` group of layer groups, each with ``vars``.
+    """
+    import h5py
+
+    if isinstance(file.get("_layer_checkpoint_dependencies"), h5py.Group):
+        return True
+    if not isinstance(file.get("vars"), h5py.Group):
+        return False
+    layers = file.get("layers")
+    if layers is None:
+        return True
+    return isinstance(layers, h5py.Group) and all(
+        isinstance(layer, h5py.Group) and ("vars" in layer or "layers" in layer) for layer in layers.values())
 
 
 def _text(value: Any) -> str:
@@ -716,9 +818,10 @@ def _legacy_h5(path: str, file: Any, whole: bool) -> Identification:
         from helpers.keras2 import convert_legacy_h5
         # Keras 3 rebuilds the Keras 2 model (arguments patched, nested models renumbered) and
         # pairs every weight by name; the copy goes to a temporary folder, never beside the file.
-        out = os.path.join(tempfile.mkdtemp(), "model.keras")
-        convert_legacy_h5(path, out{safe})
-        loaded = keras.models.load_model(out{safe})
+        with tempfile.TemporaryDirectory() as folder:
+            out = os.path.join(folder, "model.keras")
+            convert_legacy_h5(path, out{safe})
+            loaded = keras.models.load_model(out{safe})
         """) + _MODEL_REPORT
     return info
 
@@ -830,6 +933,18 @@ def _saved_model(folder: str) -> Identification:
     if description.unknown_ops:
         info.traps.append(f"op types this TensorFlow does not know: {', '.join(description.unknown_ops)}: "
                           "import the library that registers them first")
+    graph_variables = sum(node.WhichOneof("kind") == "variable" for node in graph.nodes) or sum(
+        node.op in ("VarHandleOp", "VariableV2") for node in proto.meta_graphs[0].graph_def.node)
+    if graph_variables and not os.path.isfile(os.path.join(folder, "variables", "variables.index")):
+        info.traps.append("variables/variables.index is missing: the graph has no values to load; "
+                          "tf.saved_model.load fails (copy the whole folder, variables/ included)")
+    from helpers.files import GLOB_CHARACTERS
+
+    glob_safe = bool(GLOB_CHARACTERS.search(folder))
+    if glob_safe:
+        info.traps.append("the path holds '[', '*' or '?': tf.saved_model.load(path) fails (TensorFlow "
+                          "reads variables/ through a glob): load through a plain-named link "
+                          "(helpers.files.glob_safe_folder)")
     if kind != "savedmodel-export" and signatures:
         info.traps.append("keras.layers.TFSMLayer's default endpoint 'serve' exists only in model.export "
                           "folders: pass call_endpoint='serving_default'")
@@ -857,6 +972,10 @@ def _saved_model(folder: str) -> Identification:
                 for name, fn in loaded.signatures.items()) or "none") + \\
                 (", callable" if callable(loaded) else "")
             """)
+    if glob_safe:
+        info.how_to_load = info.how_to_load.replace(
+            "\n", "\nfrom helpers.files import glob_safe_folder\npath = glob_safe_folder(path)  "
+            "# a link without '[' for TensorFlow's reader\n", 1)
     return info
 
 
@@ -875,13 +994,20 @@ def _graph_def(path: str, size: int) -> Identification:
     from google.protobuf.message import DecodeError
     from tensorflow.core.framework import graph_pb2
 
+    from google.protobuf import text_format
+
     graph = graph_pb2.GraphDef()
+    text = path.endswith(".pbtxt")  # the text format (tf.io.write_graph(..., as_text=True))
     try:
-        with open(path, "rb") as file:
-            graph.ParseFromString(file.read())
-    except (DecodeError, RuntimeError, ValueError) as error:
-        return _not_model(path, f"a .pb that is not a GraphDef (truncated, or another message): "
-                                f"{first_line(error)}")
+        if text:
+            with open(path, encoding="utf-8") as file:
+                text_format.Parse(file.read(), graph)
+        else:
+            with open(path, "rb") as file:
+                graph.ParseFromString(file.read())
+    except (DecodeError, RuntimeError, ValueError, text_format.ParseError) as error:
+        return _not_model(path, f"a .pb{'txt' if text else ''} that is not a GraphDef (truncated, or "
+                                f"another message): {first_line(error)}")
     if not graph.node:
         return _not_model(path, "a .pb that holds no graph nodes (not a GraphDef)")
     consumed = {inp.split(":")[0].lstrip("^") for node in graph.node for inp in node.input}
@@ -898,20 +1024,34 @@ def _graph_def(path: str, size: int) -> Identification:
                       "only run forward")
     feeds = ", ".join(repr(n + ":0") for n in inputs)
     fetches = ", ".join(repr(n + ":0") for n in outputs)
-    info.how_to_load = _code(path, f"""
-        import tensorflow as tf
+    parse = ("""
+        from google.protobuf import text_format
+        graph_def = tf.compat.v1.GraphDef()
+        with open(path, encoding="utf-8") as file:  # the text format
+            text_format.Parse(file.read(), graph_def)
+        """ if text else """
         graph_def = tf.compat.v1.GraphDef()
         with open(path, "rb") as file:
             graph_def.ParseFromString(file.read())
+        """)
+    info.how_to_load = _code(path, "import tensorflow as tf\n" + textwrap.dedent(parse).strip() + "\n"
+                             + textwrap.dedent(f"""
         wrapped = tf.compat.v1.wrap_function(
             lambda: tf.compat.v1.import_graph_def(graph_def, name=""), [])
         loaded = wrapped.prune([{feeds}], [{fetches}])  # a concrete function
         report = f"a function of {{len(loaded.inputs)}} input(s) -> {{len(loaded.outputs)}} output(s)"
-        """)
+        """).strip())
     return info
 
 
 def _tflite(path: str, size: int) -> Identification:
+    try:
+        from helpers.deploy import model_file_kind
+        model_file_kind(path)  # builds LiteRT's interpreter: a truncated flatbuffer is refused
+    except ImportError:  # no ai-edge-litert here: the four magic bytes are all we know
+        pass
+    except NotAModelFileError as error:
+        return _not_model(path, error.reason)
     info = Identification(path, "tflite", holds={"bytes": _bytes_text(size)})
     info.traps.append("tf.lite.Interpreter is deprecated (it warns): the LiteRT interpreter is in the "
                       "ai-edge-litert package")
@@ -970,28 +1110,88 @@ def _fields(data: bytes, stop_at: int | None = None):
         yield number, wire, value
 
 
+def _stream_fields(file: Any, start: int, end: int):
+    """Yield ``(number, wire type, value)`` of the protobuf message in ``file[start:end]``.
+
+    A length-delimited value comes as ``(offset, length)`` and is skipped, not read: the
+    caller reads what it needs, so a model's weights are never loaded.
+    """
+    position = start
+    while position < end:
+        key, position = _file_varint(file, position, end)
+        number, wire = key >> 3, key & 7
+        if number == 0:
+            raise ValueError("field number 0")
+        if wire == 0:
+            value, position = _file_varint(file, position, end)
+        elif wire == 2:
+            length, position = _file_varint(file, position, end)
+            if position + length > end:
+                raise ValueError("truncated field")
+            value, position = (position, length), position + length
+        elif wire in (1, 5):
+            value, position = None, position + (8 if wire == 1 else 4)
+            if position > end:
+                raise ValueError("truncated field")
+        else:
+            raise ValueError(f"wire type {wire}")
+        yield number, wire, value
+
+
+def _file_varint(file: Any, position: int, end: int) -> tuple[int, int]:
+    file.seek(position)
+    data = file.read(min(10, end - position))
+    value, used = _varint(data, 0)
+    return value, position + used
+
+
+def _read_at(file: Any, span: tuple[int, int]) -> bytes:
+    file.seek(span[0])
+    return file.read(span[1])
+
+
+_SMALL = 1 << 20  # a ValueInfo, opset or name larger than this is no ONNX header
+
+
 def _onnx_header(path: str) -> dict[str, Any]:
-    """ir_version, producer, opsets and graph inputs of an ONNX ModelProto, read without onnx."""
-    with open(path, "rb") as file:
-        data = file.read()
+    """ir_version, producer, opsets and graph inputs of an ONNX ModelProto, read without onnx.
+
+    Reads only these fields: node lists and initializers (the weights) are skipped.
+    """
     found: dict[str, Any] = {"opsets": {}}
-    for number, wire, value in _fields(data):
-        if number == 1 and wire == 0:
-            found["ir_version"] = value
-        elif number == 2 and wire == 2:
-            found["producer"] = value.decode(errors="replace")
-        elif number == 3 and wire == 2:
-            found["producer_version"] = value.decode(errors="replace")
-        elif number == 8 and wire == 2:
-            opset = {n: v for n, w, v in _fields(value)}
-            found["opsets"][(opset.get(1) or b"ai.onnx").decode() or "ai.onnx"] = opset.get(2, 0)
-        elif number == 7 and wire == 2:
-            graph = list(_fields(value))
-            initializers = {_name_of(v) for n, w, v in graph if n == 5 and w == 2}
-            found["inputs"] = [_name_of(v) for n, w, v in graph if n == 11 and w == 2
-                               and _name_of(v) not in initializers]
-            found["outputs"] = [_name_of(v) for n, w, v in graph if n == 12 and w == 2]
-            found["nodes"] = sum(n == 1 and w == 2 for n, w, v in graph)
+    with open(path, "rb") as file:
+        size = os.fstat(file.fileno()).st_size
+
+        def small(span: tuple[int, int]) -> bytes:
+            if span[1] > _SMALL:
+                raise ValueError("a header field too large")
+            return _read_at(file, span)
+
+        for number, wire, value in _stream_fields(file, 0, size):
+            if number == 1 and wire == 0:
+                found["ir_version"] = value
+            elif number == 2 and wire == 2:
+                found["producer"] = small(value).decode(errors="replace")
+            elif number == 3 and wire == 2:
+                found["producer_version"] = small(value).decode(errors="replace")
+            elif number == 8 and wire == 2:
+                opset = {n: v for n, w, v in _fields(small(value))}
+                found["opsets"][(opset.get(1) or b"ai.onnx").decode() or "ai.onnx"] = opset.get(2, 0)
+            elif number == 7 and wire == 2:
+                initializers, inputs, outputs, nodes = set(), [], [], 0
+                for inner, kind, span in _stream_fields(file, value[0], value[0] + value[1]):
+                    if kind != 2:
+                        continue
+                    if inner == 1:
+                        nodes += 1
+                    elif inner == 5:  # a TensorProto: its name (field 8), never its data
+                        names = [_read_at(file, v) for n, w, v in _stream_fields(file, span[0], sum(span))
+                                 if n == 8 and w == 2 and v[1] <= _SMALL]
+                        initializers.add(names[0].decode(errors="replace") if names else "?")
+                    elif inner in (11, 12):
+                        (inputs if inner == 11 else outputs).append(_name_of(small(span)))
+                found["inputs"] = [name for name in inputs if name not in initializers]
+                found["outputs"], found["nodes"] = outputs, nodes
     if "ir_version" not in found or "inputs" not in found:
         raise ValueError("no ir_version or graph")
     return found
@@ -1007,7 +1207,7 @@ def _name_of(message: bytes) -> str:
 def _looks_like_onnx(path: str) -> bool:
     with open(path, "rb") as file:
         head = file.read(2)
-    if head[:1] != b"\x08" or os.path.getsize(path) > 512 * 2**20:
+    if head[:1] != b"\x08":
         return False
     try:
         _onnx_header(path)

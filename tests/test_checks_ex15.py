@@ -309,14 +309,7 @@ from tests.attack_support import passes as _attack_passes  # noqa: E402
 from tests.attack_support import rejects as _attack_rejects  # noqa: E402
 
 # Today's check gets these wrong (xfail strict: remove an entry when the check is fixed).
-HOLES: dict[str, str] = {
-    "p_latest_highest_number": "check accepts this wrong answer: every fixture's state file names "
-    "the highest step (a state file edited to roll back, or a restarted save_counter, names a lower one)",
-    "p_latest_last_listed": "check accepts this wrong answer: all_model_checkpoint_paths[-1] is the "
-    "latest in every fixture (a state file edited to roll back names an earlier one)",
-    "p_pred_squeezed": "check accepts this wrong answer: no fixture has a size-1 axis (one output "
-    "unit or a batch of one), so np.squeeze changes nothing",
-}
+HOLES: dict[str, str] = {}
 
 _GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
 _K3_WORDS = ("_kernel", "_operations", "_functional", "_trainable_variables", "_layers/")

@@ -350,3 +350,52 @@ def test_python_dash_m_helpers_runs_as_a_command(tmp_path):
     done = subprocess.run([sys.executable, "-m", "helpers", str(empty)], capture_output=True, text=True,
                           cwd=Path(__file__).parent.parent, timeout=120)
     assert done.returncode == 1 and "the file is empty" in done.stdout
+
+
+def _proto_field(number: int, value) -> bytes:
+    def varint(n: int) -> bytes:
+        out = b""
+        while True:
+            byte, n = n & 0x7F, n >> 7
+            out += bytes([byte | (0x80 if n else 0)])
+            if not n:
+                return out
+    if isinstance(value, int):
+        return varint(number << 3) + varint(value)
+    return varint(number << 3 | 2) + varint(len(value)) + value
+
+
+def test_onnx_header_skips_the_weights(tmp_path):
+    """An ONNX file with a 64 MiB initializer: identify reads its header, not the weights."""
+    f = _proto_field
+    tensor_type = f(1, f(1, 1) + f(2, f(1, f(1, 3))))
+    value = lambda name: f(1, name.encode()) + f(2, tensor_type)  # noqa: E731
+    weights = f(1, 3) + f(2, 1) + f(8, b"w") + f(9, bytes(64 * 2**20))  # dims, FLOAT, name, raw_data
+    graph = (f(1, f(1, b"x") + f(1, b"w") + f(2, b"y") + f(4, b"Add")) + f(5, weights)
+             + f(11, value("x")) + f(11, value("w")) + f(12, value("y")))
+    path = tmp_path / "big.onnx"
+    path.write_bytes(f(1, 8) + f(2, b"t") + f(7, graph) + f(8, f(1, b"") + f(2, 13)))
+    with open("/proc/self/io") as io:
+        start = int(next(line for line in io if line.startswith("rchar")).split()[1])
+    info = identify(path)
+    with open("/proc/self/io") as io:
+        read = int(next(line for line in io if line.startswith("rchar")).split()[1]) - start
+    assert info.kind == "onnx" and info.holds["inputs"] == ["x"] and info.holds["nodes"] == 1
+    assert read < 2**20, read
+    renamed = tmp_path / "big.bin"
+    path.rename(renamed)
+    assert identify(renamed).kind == "onnx"
+
+
+def test_meta_device_trap_only_for_devices_this_machine_may_lack(tmp_path):
+    def meta(name: str, device: str) -> str:
+        with tf.Graph().as_default(), tf.device(device):
+            tf.compat.v1.get_variable("v", initializer=1.0)
+            tf.compat.v1.train.export_meta_graph(str(tmp_path / name))
+        return str(tmp_path / name)
+
+    plain = identify(meta("cpu.meta", "/device:CPU:0"))
+    local = identify(meta("local.meta", "/job:localhost/replica:0/task:0/device:CPU:0"))
+    assert not any("pins ops" in trap for trap in plain.traps + local.traps), plain.traps + local.traps
+    for name, device in (("gpu.meta", "/device:GPU:0"), ("worker.meta", "/job:worker/task:1/device:CPU:0")):
+        assert any("pins ops" in trap and device in trap for trap in identify(meta(name, device)).traps)

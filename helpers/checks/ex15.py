@@ -137,13 +137,29 @@ def _manager_folder(folder: str, other_machine: str) -> str:
     return folder
 
 
+def _rolled_back(folder: str, listed: tuple[int, ...]) -> str:
+    """ckpt-8 .. ckpt-10 on disk; the state file rolled back to name ckpt-8, listing them in ``listed`` order."""
+    step = tf.Variable(0)
+    manager = tf.train.CheckpointManager(tf.train.Checkpoint(step=step), folder, max_to_keep=3)
+    for value in range(1, 11):
+        step.assign(value)
+        manager.save(checkpoint_number=value)
+    quoted = lambda number: '"' + os.path.join(os.path.abspath(folder), f"ckpt-{number}") + '"'  # noqa: E731
+    lines = [f"model_checkpoint_path: {quoted(8)}"] + [f"all_model_checkpoint_paths: {quoted(n)}" for n in listed]
+    with open(os.path.join(folder, "checkpoint"), "w") as state:
+        state.write("\n".join(lines) + "\n")
+    return folder
+
+
 @exercise_check("15.2")
 def check_latest_prefix(latest_prefix: Callable[[str], str]) -> str:
     with tempfile.TemporaryDirectory() as root:
-        cases = [(os.path.join(root, "here"), None),
-                 (os.path.join(root, "linux run"), "/home/kim/runs/exp 3"),
-                 (os.path.join(root, "windows"), "D:\\runs\\exp4")]
-        for folder, other in cases:
+        cases = [(os.path.join(root, "here"), None, "ckpt-10"),
+                 (os.path.join(root, "linux run"), "/home/kim/runs/exp 3", "ckpt-10"),
+                 (os.path.join(root, "windows"), "D:\\runs\\exp4", "ckpt-10"),
+                 (os.path.join(root, "rolled back"), (8, 9, 10), "ckpt-8"),
+                 (os.path.join(root, "rolled back, listed newest first"), (10, 9, 8), "ckpt-8")]
+        for folder, other, latest in cases:
             os.makedirs(folder)
             if other is None:
                 step = tf.Variable(0)
@@ -153,6 +169,8 @@ def check_latest_prefix(latest_prefix: Callable[[str], str]) -> str:
                     manager.save(checkpoint_number=value)
                 later = time.time() + 5
                 os.utime(os.path.join(folder, "ckpt-9.index"), (later, later))
+            elif isinstance(other, tuple):
+                _rolled_back(folder, other)
             else:
                 _manager_folder(folder, other)
             before = {n: os.path.getmtime(os.path.join(folder, n)) for n in os.listdir(folder)}
@@ -163,16 +181,28 @@ def check_latest_prefix(latest_prefix: Callable[[str], str]) -> str:
             got = os.fspath(got)
             require(not got.endswith((".index", ".data-00000-of-00001")),
                     f"you returned a file ({os.path.basename(got)!r}): return the prefix, without .index")
-            where = "the state file names another machine's paths" if other else "a folder of ten saves"
-            require(os.path.basename(got) == "ckpt-10",
-                    f"{where}: you returned {os.path.basename(got)!r}, the latest is 'ckpt-10'. The state "
+            where = ("the state file names another machine's paths" if isinstance(other, str) else
+                     "the state file was rolled back to name ckpt-8" if other else "a folder of ten saves")
+            name = os.path.basename(got)
+            require("\\" not in name, f"{where}: you returned {name!r}. The state file names a Windows path: "
+                    "split it at '\\' as well as '/' (ntpath.basename) to get the checkpoint's name.")
+            if isinstance(other, tuple):
+                require(name == latest, f"{where} although ckpt-10 exists: you returned {name!r}. Its "
+                        "model_checkpoint_path decides, not the highest number nor the order of the list.")
+            require(name == latest,
+                    f"{where}: you returned {name!r}, the latest is {latest!r}. The state "
                     "file says which is latest: not file times, not sorted names ('ckpt-9' > 'ckpt-10').")
+            require(os.path.dirname(got) != "",
+                    f"{where}: you returned the bare name {got!r}, not a prefix in this folder: return a "
+                    "path inside the folder (os.path.join(folder, name)).")
             require(os.path.isfile(got + ".index"),
-                    f"{where}: {got!r} is not a prefix in this folder. tf.train.latest_checkpoint returns "
-                    "the path the state file records; find that checkpoint's name in the folder itself.")
+                    f"{where}: {got!r} is not a prefix in this folder. The state file records the path "
+                    "where it was written (CheckpointManager.latest_checkpoint returns it as is): find "
+                    "that checkpoint's name in the folder itself.")
             after = {n: os.path.getmtime(os.path.join(folder, n)) for n in os.listdir(folder)}
             require(before == after, "the folder changed: finding the latest checkpoint must not write")
-    return "the latest of ten saves found by the state file, here and when it names another machine's paths"
+    return ("the checkpoint the state file names found in the folder: ten saves here, another machine's "
+            "paths (Linux, Windows), a state file rolled back to an earlier save")
 
 
 # --------------------------------------------------------------------------- 15.3
@@ -185,16 +215,18 @@ def _predict_fixtures(folder: str) -> tuple[np.ndarray, dict[str, tuple[str, np.
     model = keras.Model(inputs, keras.layers.Dense(2)(hidden), name="sensor")
     x = np.linspace(-1, 1, 12).reshape(3, 4)  # float64 on purpose
     expected = model(x.astype(np.float32), training=False).numpy()
+    rounded = x.astype(np.float16).astype(np.float32)  # what an answer that feeds float16 computes
+    expected16 = model(rounded, training=False).numpy()
     fixtures = {}
     model.save(os.path.join(folder, "sensor.keras"))
-    fixtures["a Keras 3 .keras file"] = (os.path.join(folder, "sensor.keras"), expected)
+    fixtures["a Keras 3 .keras file"] = (os.path.join(folder, "sensor.keras"), expected, expected16)
     model.export(os.path.join(folder, "sensor_export"), verbose=False)
-    fixtures["a model.export folder"] = (os.path.join(folder, "sensor_export"), expected)
+    fixtures["a model.export folder"] = (os.path.join(folder, "sensor_export"), expected, expected16)
 
     class Scaled(tf.Module):
         def __init__(self):
             super().__init__()
-            self.w = tf.Variable(np.arange(8, dtype=np.float32).reshape(4, 2) / 10)
+            self.w = tf.Variable(np.arange(4, dtype=np.float32).reshape(4, 1) / 10)  # one output unit
 
         @tf.function(input_signature=[tf.TensorSpec([None, 4], tf.float32, name="signal")])
         def __call__(self, signal):
@@ -204,7 +236,8 @@ def _predict_fixtures(folder: str) -> tuple[np.ndarray, dict[str, tuple[str, np.
     tf.saved_model.save(module, os.path.join(folder, "scaled_module"),
                         signatures=module.__call__.get_concrete_function())
     fixtures["a tf.saved_model.save folder (signature input 'signal')"] = (
-        os.path.join(folder, "scaled_module"), module(tf.constant(x, tf.float32))["scores"].numpy())
+        os.path.join(folder, "scaled_module"), module(tf.constant(x, tf.float32))["scores"].numpy(),
+        module(tf.constant(rounded))["scores"].numpy())
     return x, fixtures
 
 
@@ -212,12 +245,18 @@ def _predict_fixtures(folder: str) -> tuple[np.ndarray, dict[str, tuple[str, np.
 def check_predict_any(predict_any: Callable[[str, np.ndarray], np.ndarray]) -> str:
     with tempfile.TemporaryDirectory() as folder:
         x, fixtures = _predict_fixtures(folder)
-        for label, (path, expected) in fixtures.items():
+        for label, (path, expected, expected16) in fixtures.items():
             got = predict_any(path, x.copy())
             require(isinstance(got, np.ndarray), f"for {label} you returned a {type(got).__name__}: return "
                     "the outputs as one NumPy array (a signature returns a dict: take its one value)")
             require(got.shape == expected.shape, f"for {label} the shape is {got.shape}, expected "
-                    f"{expected.shape}")
-            require(np.allclose(got, expected, atol=1e-5), f"for {label} the outputs differ from the model's "
-                    "(inference mode: Dropout must be off, so training=False)")
-    return "a .keras file, a model.export folder and a TF2 SavedModel each predicted equal to their model"
+                    f"{expected.shape}" + (": return the outputs as the model gives them (no squeeze or "
+                                           "reshape)" if got.size == expected.size else ""))
+            require(not (np.allclose(got, expected16, atol=1e-5) and not np.allclose(got, expected, atol=1e-5)),
+                    f"for {label} the outputs are those of x rounded to float16: feed x as float32 (the "
+                    "model's dtype), never a lower precision")
+            require(np.allclose(got, expected, atol=1e-5), f"for {label} the outputs differ from the model's"
+                    + (" (inference mode: Dropout must be off, so training=False)" if "Keras" in label
+                       or "export" in label else ""))
+    return ("a .keras file, a model.export folder and a TF2 SavedModel (one output unit) each predicted "
+            "equal to their model")
