@@ -46,12 +46,11 @@ def _model(n_in: int, n_out: int, seed: int, input_name: str, width: int = 8) ->
 # Likely causes of errors met in this chapter's exercises (the shared list has generic ones).
 _CAUSES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"AssignVariableOp was passed .* incompatible with expected resource"),
-     "the traced function writes a variable: with training=True, Keras 3's Dropout advances its "
-     "random-number state variable, and a frozen or converted graph has no variables. Trace the "
-     "inference function, model(x, training=False)."),
+     "with training=True, Dropout writes its random-state variable, and a frozen or converted "
+     "graph has no variables: trace model(x, training=False)."),
     (re.compile(r"inference_input_type and inference_output_type must be tf.float32"),
-     "float16 quantization stores the weights as float16 and keeps the input and output float32: "
-     "leave inference_input_type and inference_output_type unset (float32)."),
+     "float16 quantization keeps the input and output float32: leave "
+     "inference_input_type and inference_output_type unset."),
     (re.compile(r"depends transitively on placeholder|must feed a value for placeholder"),
      "the output reads a placeholder you do not feed (this graph has two inputs): feed the "
      "tensor input_name names."),
@@ -72,11 +71,25 @@ def _chapter_causes() -> Iterator[None]:
         cause = next((cause for pattern, cause in _CAUSES if pattern.search(text)), None)
         if cause is None:
             raise
-        head = _learner_error_hint(error, frozenset()).split("\nLikely cause: ")[0]
-        # TensorFlow's message can list a whole path of ops: keep each of its lines short
-        head = "\n".join(line if len(line) <= 160 or line.startswith("    ") else line[:157] + "..."
-                          for line in head.splitlines())
-        raise LearnerCodeError(f"{head}\nLikely cause: {cause}") from error
+        raise LearnerCodeError(_with_cause(_learner_error_hint(error, frozenset()), cause)) from error
+
+
+def _with_cause(hint: str, cause: str, limit: int = 300) -> str:
+    """The framework's hint with this chapter's cause, within ``limit`` characters.
+
+    The learner's line stays; TensorFlow's own message (which can list a whole path of ops) keeps
+    only the lines that still fit.
+    """
+    where, *message = hint.split("\nLikely cause: ")[0].splitlines()
+    if message and message[0].startswith("    "):  # the learner's own line of code
+        where, message = f"{where}\n{message[0]}", message[1:]
+    ending = f"\nLikely cause: {cause}"
+    kept = []
+    for line in message:
+        if len(where) + sum(len(k) + 1 for k in kept) + len(line) + 1 + len(ending) > limit:
+            break
+        kept.append(line)
+    return "\n".join([where, *kept]) + ending
 
 
 @contextlib.contextmanager
