@@ -301,7 +301,8 @@ def _describe_h5(source: str | io.BytesIO, text: str, shard: str = "", groups: s
         weights = []
         for name, item in datasets:
             group, _, key = name.rpartition("/")
-            if not (group == "vars" or group.endswith("/vars")) or not key.isdigit():
+            # Keras numbers its own values ('0', '1'); a layer's save_own_variables may add keys of its own.
+            if not (group == "vars" or group.endswith("/vars")) or not key:
                 raise NotAKerasFileError(
                     text, f"an HDF5 file that is not Keras weights (its dataset {name!r} is not in a 'vars' group)"
                 )
@@ -765,7 +766,9 @@ def round_trip(
     losses and metrics. When ``modules`` is ``None``, it imports the modules
     of the model's own layer classes. Nothing is written next to ``path``: the
     inputs and results go through a temporary folder. A file that is not a
-    ``.keras`` archive raises ``NotAKerasFileError``; a class the fresh
+    ``.keras`` archive raises ``NotAKerasFileError``; a ``.keras`` file Keras 2
+    wrote (2.13-2.15) raises ``ReloadFailedError`` naming the route for its
+    version before any process starts; a class the fresh
     process cannot find, an error while loading, or a run longer than
     ``timeout`` seconds raises ``ReloadFailedError`` saying what to do.
 
@@ -834,10 +837,35 @@ def _check_keras_archive(text: str) -> None:
     try:
         with zipfile.ZipFile(text) as archive:
             names = archive.namelist()
+            version, module = _keras2_archive(archive) if "config.json" in names else ("", "")
     except (zipfile.BadZipFile, EOFError, OSError) as error:
         raise NotAKerasFileError(text, f"not a zip archive, or a truncated one ({first_line(error)})") from None
     if "config.json" not in names:
         raise NotAKerasFileError(text, "the archive has no 'config.json': not a Keras 3 model file")
+    if version:
+        raise ReloadFailedError(text, _keras2_route(version, module))
+
+
+def _keras2_archive(archive: zipfile.ZipFile) -> tuple[str, str]:
+    """The Keras 2 version that wrote a ``.keras`` archive and its model's module; ``("", "")`` for Keras 3."""
+    try:
+        version = str(json.loads(archive.read("metadata.json")).get("keras_version", ""))
+        module = str(json.loads(archive.read("config.json")).get("module", ""))
+    except (KeyError, ValueError, AttributeError):
+        return "", ""  # no or odd metadata: let Keras 3 itself try
+    return (version, module) if version.startswith("2.") else ("", "")
+
+
+def _keras2_route(version: str, module: str) -> str:
+    """Why Keras 3 cannot reload a Keras 2 ``.keras`` archive, and the route that works for its version."""
+    where = f" (its model class is in {module!r})" if module else ""
+    head = f"a .keras file written by Keras {version}{where}: Keras 3 cannot rebuild Keras 2 classes. "
+    minor = version.split(".")[1] if version.count(".") else ""
+    if minor.isdigit() and int(minor) >= 14:
+        return head + ("Build the model in Keras 3 code (same layer names) and call model.load_weights(path): "
+                       "Keras 3 reads the weights of a Keras 2.14/2.15 .keras file")
+    return head + ("Keras 2.12/2.13 named its weights differently: open it with the Keras that wrote it, "
+                   "model.save_weights('name.h5'), then helpers.keras2.convert_legacy_h5 (chapter 13)")
 
 
 def _modules_to_import(model: keras.Model) -> list[str]:

@@ -166,8 +166,8 @@ def load_nothing_extra(self, store):
 
 
 @pytest.mark.parametrize("save, load, hint", [
-    (save_reference, load_whole_store, "expected 1 variables"),
-    (save_collide, load_collide, "name already exists"),
+    (save_reference, load_whole_store, "got the whole store"),
+    (save_collide, load_collide, "a key the base method already wrote"),
     (save_only_peak, load_only_peak, "gain is not the saved one"),
     (save_reference, load_forgets_peak, "peak is"),
     (save_zeros, load_reference, "peak is"),
@@ -243,20 +243,7 @@ from tests.attack_support import cases, passes, rejects  # noqa: E402
 
 FALSE_PASS = "check accepts this wrong answer: "
 RAW = "rejected, but as a raw error with the generic 'read the message, fix that line' hint: "
-HOLES: dict[str, str] = {
-    "mc_threshold_from_notebook": RAW + "no epoch beats initial_value_threshold=0.9, no file is written, and the "
-                                  "check's own read of the missing file is blamed on the learner (FileNotFoundError)",
-    "mc_h5_name": RAW + "Keras's ValueError for 'best.h5' with save_weights_only (406 characters)",
-    "pk_whole_store_to_super": RAW + "'checking what your function returned raised ValueError' for the pitfall "
-                               "the prompt names (the whole store handed to the base load_own_variables)",
-    "pk_peak_over_gain_key": RAW + "h5py OSError 'name already exists' (peak written under the base's key '0')",
-    "pk_hard_coded_width": RAW + "a broadcasting ValueError blamed on 'what your function returned'",
-    "pk_gain_replaced_by_array": RAW + "AttributeError after gain was replaced by a NumPy array",
-    "pk_merge_on_load": FALSE_PASS + "load_own_variables merges np.maximum(self.peak, stored): load_weights into "
-                        "a layer that already observed larger values keeps them, not the file's peak",
-    "lo_replace_optimizer_adam": FALSE_PASS + "model.optimizer replaced by a fresh keras.optimizers.Adam() (the "
-                                 "fixture compiles with Adam, so a hard-coded optimizer class is not seen)",
-}
+HOLES: dict[str, str] = {}
 
 MC = keras.callbacks.ModelCheckpoint
 

@@ -107,17 +107,16 @@ def test_keras2_era_archive_round_trip_is_a_clear_refusal(source, tmp_path):
     assert "keras.src.engine" in str(error.value)
 
 
-@pytest.mark.xfail(strict=True, reason="round_trip on a Keras 2.13-2.15 .keras: ReloadFailedError quotes Keras's raw "
-                                       "TypeError and 400 characters of config, and names no route (Keras 2 file: "
-                                       "load it with tf-keras / rebuild and load_weights, chapter 13)")
-@pytest.mark.parametrize("source", ["tf215"])
-def test_keras2_era_archive_refusal_names_the_route(source, tmp_path):
+@pytest.mark.parametrize("source, route", [("tf213", "convert_legacy_h5"), ("tf214", "load_weights"),
+                                           ("tf215", "load_weights")])
+def test_keras2_era_archive_refusal_names_the_route(source, route, tmp_path):
     path = copy_real(source, "functional_bn_keras", tmp_path)
     model = _keras3_bn()
     model(X5)
     with pytest.raises(ReloadFailedError) as error:
         round_trip(model, path, X5)
     assert "Keras 2" in str(error.value)
+    assert route in str(error.value)
 
 
 @pytest.mark.parametrize("source, missing", [("tf213", ["logits/kernel", "logits/bias"]), ("tf214", []),
@@ -163,8 +162,6 @@ def test_a_layer_with_keys_of_its_own_round_trips(peak_model, tmp_path):
     assert any(row.name.split("/")[0].startswith("adam") for row in report.rows if row.what == "variable")
 
 
-@pytest.mark.xfail(strict=True, reason="describe_keras_file refuses a valid .keras whose layer saved a key of its own "
-                                       "with save_own_variables ('peak'); missing_from_file, which calls it first, too")
 @pytest.mark.parametrize("suffix", [".keras", ".weights.h5"])
 def test_describe_and_missing_accept_keys_of_its_own(peak_model, tmp_path, suffix):
     path = tmp_path / f"peak{suffix}"

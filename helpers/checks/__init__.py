@@ -214,6 +214,9 @@ _CAUSES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"unhashable"),
      "a Variable or tensor cannot be a dict key or a set member: key by variable.ref(), "
      "variable.path or id(variable) instead."),
+    (re.compile(r"must end in `\.weights\.h5`|must end in `\.keras`"),
+     "Keras picks the format by suffix: with save_weights_only=True the name must end in `.weights.h5`, "
+     "a whole model's in `.keras`."),
     (re.compile(r"None values not supported|partially known TensorShape|NoneType' and 'int'"
                 r"|'int' and 'NoneType'|Cannot convert .*None.* to|shape .*None.* is not fully defined"),
      "a shape holds None (a batch size unknown while tracing): use tf.shape(x)[0], or the number "

@@ -7,6 +7,7 @@ the learner's code, and says what is wrong when the answer is not right.
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 import warnings
 from collections.abc import Callable
@@ -18,6 +19,8 @@ from helpers.checks import exercise_check, require
 
 __all__ = ["check_best_checkpoint", "check_peak_hooks", "check_load_with_optimizer"]
 
+# Keras's message when a layer's base load_own_variables gets keys it does not own.
+_WHOLE_STORE = re.compile(r"expected \d+ variables, but received")
 _X = np.linspace(-1.0, 1.0, 32, dtype=np.float32).reshape(8, 4)
 
 
@@ -38,8 +41,9 @@ def check_best_checkpoint(make_best_checkpoint: Callable[[str], keras.callbacks.
         require(callback.save_weights_only, "the file should hold only the weights: pass save_weights_only=True")
         require(callback.save_best_only, "keep only the best epoch: pass save_best_only=True")
         require(callback.monitor == "val_auc", f"the callback watches {callback.monitor!r}: pass monitor='val_auc'")
-        require(callback.mode == "max", f"mode is {callback.mode!r}: Keras cannot tell from the name 'val_auc' which "
-                                        "way is better here; higher AUC is better, so pass mode='max'")
+        require(callback.mode == "max", f"mode is {callback.mode!r}: higher AUC is better, so pass mode='max' "
+                                        "('auto' reads the direction from a compiled AUC metric, not from the "
+                                        "name, and the model's metrics do not give it here)")
         require(callback.save_freq == "epoch", f"save_freq is {callback.save_freq!r}: compare at the end of every "
                                                "epoch (save_freq='epoch', the default)")
         model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2, name="probe_10")])
@@ -51,6 +55,9 @@ def check_best_checkpoint(make_best_checkpoint: Callable[[str], keras.callbacks.
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 callback.on_epoch_end(epoch, {"val_auc": auc, "val_loss": 1.0 - epoch / 10})
+            require(os.path.exists(expected),
+                    f"after epoch {epoch + 1} (val_auc {auc}) no file was written: nothing beat the starting "
+                    "value, so leave initial_value_threshold out (the first epoch is the best so far)")
             copy = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2, name="probe_10")])
             copy.load_weights(expected)
             kept.append(float(copy.layers[0].kernel.numpy()[0, 0]))
@@ -74,17 +81,34 @@ def check_peak_hooks(peak_class: type) -> str:
         layer.observe(rng.normal(size=(5, 4)).astype("float32") + 1.0)
     peak = np.array(layer.peak, copy=True)
     gain = layer.gain.numpy().copy()
-    require(peak.any(), "observe() did not change peak: keep the class's observe() as it was given")
+    if not peak.any():  # the class's own observe() always raises peak here
+        raise RuntimeError("the check's fixture did not raise peak: RunningPeak.observe() was changed")
     with tempfile.TemporaryDirectory() as folder:
         weights = os.path.join(folder, "peak [w].weights.h5")
         whole = os.path.join(folder, "peak [m].keras")
-        model.save_weights(weights)
+        try:
+            model.save_weights(weights)
+        except OSError as error:
+            require("name already exists" not in str(error),
+                    "save_own_variables wrote a key the base method already wrote (it stores gain under "
+                    "'0'): store peak under a key of its own, e.g. store['peak']")
+            raise
         model.save(whole)
         fresh = keras.Sequential([peak_class(name="peak_probe_7")])
         fresh(_X)
-        fresh.load_weights(weights)
+        fresh.layers[0].observe(np.full((2, 4), 100.0, dtype="float32"))  # larger than the saved peak
+        try:
+            fresh.load_weights(weights)
+        except ValueError as error:
+            require(not _WHOLE_STORE.search(str(error)),
+                    "the base load_own_variables got the whole store, 'peak' included, and refuses keys it "
+                    "does not expect: hand it only its own, e.g. super().load_own_variables({'0': store['0']})")
+            raise
         reloaded = keras.models.load_model(whole, custom_objects={peak_class.__name__: peak_class})
     for label, got in (("load_weights", fresh.layers[0]), ("load_model", reloaded.layers[0])):
+        require(isinstance(got.gain, keras.Variable),
+                f"after {label}, gain is a {type(got.gain).__name__}, not a Keras variable: leave gain a weight "
+                "and let super().load_own_variables(store) (or gain.assign) fill it")
         require(np.allclose(got.gain.numpy(), gain),
                 f"after {label}, gain is not the saved one: call super().save_own_variables(store) and "
                 "super().load_own_variables(store), which handle the layer's weights")
@@ -92,39 +116,69 @@ def check_peak_hooks(peak_class: type) -> str:
         require(isinstance(value, np.ndarray),
                 f"after {label}, peak is a {type(value).__name__}, not a NumPy array: read it back with "
                 "np.array(store['peak'])")
+        require(value.shape == peak.shape,
+                f"after {label}, peak has shape {value.shape}, not {peak.shape}: read the stored array whole "
+                "(np.array(store['peak'])); its size is the layer's number of features")
         require(np.allclose(value, peak),
                 f"after {label}, peak is {np.round(value, 3)} instead of {np.round(peak, 3)}: write it in "
-                "save_own_variables (store['peak'] = self.peak) and read it back in load_own_variables")
-    return "gain and peak come back from .weights.h5 and .keras (a lazily built layer, a name of its own)"
+                "save_own_variables (store['peak'] = self.peak) and read it back in load_own_variables, "
+                "replacing the peak the layer had")
+    return ("gain and peak come back from .weights.h5 and .keras (a lazily built layer, a name of its own, "
+            "a layer that had seen larger values)")
 
 
 # --------------------------------------------------------------------------- 12.3
 
 
-def _twin(seed: int) -> keras.Sequential:
+def _twin(seed: int, optimizer: Callable[[], keras.optimizers.Optimizer]) -> keras.Sequential:
     keras.utils.set_random_seed(seed)
     model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(5, name="trunk_1"),
                               keras.layers.BatchNormalization(name="trunk_1_bn"),
                               keras.layers.Dense(5, name="trunk_10", trainable=False),
                               keras.layers.Dense(2, name="head_x")], name="probe_net")
-    model.compile(keras.optimizers.Adam(0.02), "mse")
+    model.compile(optimizer(), "mse")
     return model
+
+
+# Two optimizers, so that an answer hard-coding one class is seen.
+_OPTIMIZERS: tuple[Callable[[], keras.optimizers.Optimizer], ...] = (
+    lambda: keras.optimizers.Adam(0.02), lambda: keras.optimizers.RMSprop(0.01, momentum=0.9))
+
+
+def _require_same_optimizer(model: keras.Model, kind: str) -> None:
+    require(type(model.optimizer).__name__ == kind,
+            f"the model was compiled with {kind}, and your function made its optimizer "
+            f"{type(model.optimizer).__name__}: keep model.optimizer, build it, then load_weights")
 
 
 @exercise_check("12.3")
 def check_load_with_optimizer(load_with_optimizer: Callable[[keras.Model, str], object]) -> str:
-    source = _twin(4)
+    for optimizer in _OPTIMIZERS:
+        _check_one_optimizer(load_with_optimizer, optimizer)
+    return ("weights (frozen and non-trainable included) and the optimizer's step count and slots (Adam, "
+            "RMSprop with momentum) all came back, no warning")
+
+
+def _check_one_optimizer(load_with_optimizer: Callable[[keras.Model, str], object],
+                         optimizer: Callable[[], keras.optimizers.Optimizer]) -> None:
+    source = _twin(4, optimizer)
     target_y = np.stack([_X.sum(axis=1), _X[:, 0] - _X[:, 3]], axis=1)
     source.fit(_X, target_y, epochs=3, batch_size=4, verbose=0)
+    kind = type(source.optimizer).__name__
     with tempfile.TemporaryDirectory() as folder:
         path = os.path.join(folder, "trained [3].weights.h5")
         source.save_weights(path)
         data = open(path, "rb").read()
-        target = _twin(9)
+        target = _twin(9, optimizer)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            load_with_optimizer(target, path)
+            try:
+                load_with_optimizer(target, path)
+            except ValueError:  # a replaced optimizer cannot take the file's values: say that, not the shapes
+                _require_same_optimizer(target, kind)
+                raise
         require(open(path, "rb").read() == data, "the file changed: only read it")
+    _require_same_optimizer(target, kind)
     skipped = [str(w.message) for w in caught if "Skipping variable loading for optimizer" in str(w.message)]
     require(not skipped, "Keras skipped the optimizer's values ('Skipping variable loading for optimizer'): "
                          "build the optimizer on model.trainable_variables before load_weights")
@@ -137,5 +191,4 @@ def check_load_with_optimizer(load_with_optimizer: Callable[[keras.Model, str], 
             "build it first (model.optimizer.build(model.trainable_variables)), then load_weights")
     require(len(target.optimizer.variables) == len(source.optimizer.variables) and all(
         np.allclose(a.numpy(), b.numpy()) for a, b in zip(target.optimizer.variables, source.optimizer.variables)),
-        "the optimizer's slots differ from the saved ones: build it on model.trainable_variables, then load")
-    return "weights (frozen and non-trainable included) and Adam's step count and slots all came back, no warning"
+        f"{kind}'s slots differ from the saved ones: build it on model.trainable_variables, then load")
