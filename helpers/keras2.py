@@ -66,6 +66,7 @@ __all__ = [
     "Keras2ExportError",
     "Keras2MismatchError",
     "Keras2RestoreReport",
+    "tf215_reads",
     "Keras2Run",
     "Keras2RunError",
     "LegacyModelError",
@@ -1529,3 +1530,24 @@ def export_for_keras2(model: Any, folder: str | os.PathLike, inputs: Any = None,
         notes.append("the architecture (architecture=False): write the model in Keras 2 code, "
                      "with the same layer names, and load model.weights.h5 into it")
     return Keras2Export(target, files, notes + _not_carried(model), checked, max_error)
+
+
+def tf215_reads() -> dict[str, Any]:
+    """What TensorFlow 2.15.1 (Keras 2.15) read of the files newer Keras versions write, as measured.
+
+    The course stores it in ``tests/data/tf215-reads/RESULTS.json``, measured by
+    ``make_results.py`` beside it (TF 2.15.1 does not install beside TF 2.21):
+    ``{"tensorflow": "2.15.1", "results": {writer: {format: verdict}}}``, where a
+    verdict is ``"max error ..."`` against the model's stored output, or the error.
+    Needs a checkout of the course.
+
+    Example:
+        >>> tf215_reads()["results"]["keras 3.15"]["SavedModel"]
+        'max error 0.0e+00'
+    """
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                        "tests", "data", "tf215-reads", "RESULTS.json")
+    if not os.path.isfile(path):
+        raise FileNotFoundError("tests/data/tf215-reads/RESULTS.json is missing: this needs a checkout of the course")
+    with open(path, encoding="utf-8") as file:
+        return json.load(file)

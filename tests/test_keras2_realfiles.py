@@ -1146,3 +1146,13 @@ def test_describe_names_the_writing_version_for_a_keras_212_213_zip(real, source
     assert isinstance(error, NotACheckpointError), error
     clear_error(error, source.replace("tf2", r"Keras 2\.") + r"\.\d", r"save_weights\('m\.h5'\)",
                 r"convert_legacy_h5\('m\.h5', 'm\.weights\.h5', model=twin\)")
+
+
+def test_tf215_reads_is_the_stored_measurement():
+    from helpers.keras2 import tf215_reads
+
+    reads = tf215_reads()
+    assert reads["tensorflow"] == "2.15.1"
+    assert set(reads["results"]) == {"keras 2.15", "tf-keras 2.21", "keras 3.15", "export_for_keras2"}
+    assert set(reads["results"]["export_for_keras2"].values()) == {"max error 0.0e+00"}
+    assert "batch_shape" in reads["results"]["keras 3.15"]["legacy .h5"]

@@ -49,6 +49,8 @@ TEACHING = {
                 "What happens to your checkpoints if the machine dies during a save?"]),
     "12": (55, ["Your model file loads without an error: what would convince you it is the model you saved?",
                 "Where should your custom classes live so that a server, a colleague and a fresh process find them?"]),
+    "13": (50, ["A colleague on TensorFlow 2.15 asks for your model: which files do you send, and what do you write in the message?",
+                "A file loads with no error in another version: what would convince you it is the same model?"]),
     "14": (50, ["A converter finished without an error: what would convince you the file is the same model?",
                 "float16, dynamic range or float32: how would you decide for your own model?"]),
     "15": (45, ["Which file in your own projects would you not know how to load today?",

@@ -259,6 +259,9 @@ def _dtype_cause(text: str) -> str | None:
 def _specific_cause(error: BaseException) -> str | None:
     """The likely cause of an error learners meet often, from its message and type; None for others."""
     text = _ANSI.sub("", f"{type(error).__name__}: {error}")
+    if "too many positional arguments" in text:  # before dtypes: the message lists the tensors given
+        return ("a signature takes its inputs by keyword, one per input name: "
+                "signature(**{name: tensor}), not signature(a, b) or a list.")
     dtype = _dtype_cause(text)
     if dtype:
         return dtype

@@ -1,0 +1,253 @@
+"""Checks for notebook 13 (files across versions).
+
+Each check builds its own inputs in a temporary folder, with names, shapes and
+values other than the notebook's: SavedModels written by ``tf.saved_model.save``
+(several inputs of one shape and of several dtypes; a Hub-format module with a
+trainable and a non-trainable variable and a ``training`` argument that changes
+the answer), and legacy ``.h5`` files written by Keras 3 whose configuration is
+rewritten with the arguments Keras 2 writes (``time_major``, ``groups``), so no
+old TensorFlow is needed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from helpers.checks import exercise_check, require
+
+__all__ = [
+    "check_call_by_keyword",
+    "check_hub_layer",
+    "check_load_old_h5",
+    "make_hub_module",
+    "make_keyword_model",
+    "write_keras2_style_h5",
+]
+
+
+# --------------------------------------------------------------------------- 13.1
+
+
+def make_keyword_model(folder: str) -> dict[str, Any]:
+    """A SavedModel whose serving_default takes ``left``, ``right`` (float32, one shape) and ``count`` (int32).
+
+    Returns the path, the inputs (``count`` as int64, the wrong dtype) in an order
+    other than the signature's, and the expected output.
+    """
+    module = tf.Module()
+    module.scale = tf.Variable([1.5, -0.5, 2.0], name="scale")
+
+    @tf.function(input_signature=[tf.TensorSpec((None, 3), tf.float32, name="left"),
+                                  tf.TensorSpec((None, 3), tf.float32, name="right"),
+                                  tf.TensorSpec((None, 1), tf.int32, name="count")])
+    def serve(left, right, count):
+        return {"mixed_result": module.scale * left - 2.0 * right + tf.cast(count, tf.float32)}
+
+    module.serve = serve
+    path = os.path.join(folder, "keyword_model")
+    tf.saved_model.save(module, path, signatures={"serving_default": serve})
+    rng = np.random.default_rng(1313)
+    left, right = rng.normal(size=(4, 3)), rng.normal(size=(4, 3))
+    count = rng.integers(1, 5, size=(4, 1))  # int64: the signature wants int32
+    expected = (np.array([1.5, -0.5, 2.0]) * left.astype(np.float32) - 2.0 * right.astype(np.float32)
+                + count).astype(np.float32)
+    inputs = {"right": right.astype(np.float32), "count": count, "left": left.astype(np.float32)}
+    return {"path": path, "inputs": inputs, "expected": expected}
+
+
+@exercise_check("13.1")
+def check_call_by_keyword(call_by_keyword: Callable[[str, dict], np.ndarray]) -> str:
+    with tempfile.TemporaryDirectory() as folder:
+        case = make_keyword_model(folder)
+        given = {name: value.copy() for name, value in case["inputs"].items()}
+        result = call_by_keyword(case["path"], given)
+        require(isinstance(result, np.ndarray),
+                f"call_by_keyword returned a {type(result).__name__}: return a NumPy array "
+                "(.numpy() of the signature's single output)")
+        require(result.shape == case["expected"].shape,
+                f"the result has shape {result.shape}, the output {case['expected'].shape}: return the "
+                "signature's one output, not the dict or a part of it")
+        swapped = (np.allclose(result, np.array([1.5, -0.5, 2.0]) * given["right"] - 2.0 * given["left"]
+                               + given["count"], atol=1e-4))
+        require(not swapped, "left and right were swapped: pass each array by its input name "
+                "(signature(**{name: tensor})), not in the dict's order")
+        require(np.allclose(result, case["expected"], atol=1e-5),
+                "the output differs from the model's: pass every input by its name, cast to the dtype "
+                "of its TensorSpec in signature.structured_input_signature[1]")
+        require(all(np.array_equal(given[k], v) for k, v in case["inputs"].items()),
+                "the inputs dict was changed: leave the caller's arrays as they are")
+    return "three inputs passed by name, int64 cast to int32, the single output returned as NumPy"
+
+
+# --------------------------------------------------------------------------- 13.2
+
+
+def _patched_config(config: dict, argument: str, value: Any, classes: tuple[str, ...]) -> dict:
+    for layer in config["config"]["layers"]:
+        if layer["class_name"] in classes:
+            layer["config"][argument] = value
+    return config
+
+
+def write_keras2_style_h5(path: str, kind: str, value: Any) -> tuple[keras.Model, np.ndarray]:
+    """A compiled Keras 3 model saved as legacy .h5, its configuration given Keras 2's ``time_major``
+    (``kind="recurrent"``) or ``groups`` (``kind="depthwise"``) set to ``value``. Returns (model, input)."""
+    rng = np.random.default_rng(len(path) + (7 if kind == "recurrent" else 11))
+    if kind == "recurrent":
+        inputs = keras.Input((5, 3), name="sequence")
+        h = keras.layers.LSTM(4, return_sequences=True, name="encoder")(inputs)
+        outputs = keras.layers.GRU(2, name="decoder")(h)
+        x = rng.normal(size=(3, 5, 3)).astype(np.float32)
+        argument, classes = "time_major", ("LSTM", "GRU")
+    else:
+        inputs = keras.Input((6, 6, 2), name="image")
+        h = keras.layers.Conv2D(4, 1, name="expand")(inputs)
+        h = keras.layers.DepthwiseConv2D(3, padding="same", name="depthwise_1")(h)
+        h = keras.layers.BatchNormalization(name="norm")(h)
+        h = keras.layers.GlobalAveragePooling2D(name="pool")(h)
+        outputs = keras.layers.Dense(3, name="classes")(h)
+        x = rng.normal(size=(2, 6, 6, 2)).astype(np.float32)
+        argument, classes = "groups", ("DepthwiseConv2D",)
+    model = keras.Model(inputs, outputs, name=f"old_{kind}")
+    model.set_weights([rng.uniform(0.2, 1.2, w.shape).astype(np.float32) * rng.choice([-1, 1], w.shape)
+                       if "variance" not in w.path else rng.uniform(0.5, 1.5, w.shape).astype(np.float32)
+                       for w in model.weights])
+    model.compile(optimizer="adam", loss="mse")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model.save(path)
+    import h5py
+
+    with h5py.File(path, "r+") as file:
+        config = json.loads(file.attrs["model_config"])
+        file.attrs["model_config"] = json.dumps(_patched_config(config, argument, value, classes))
+    return model, x
+
+
+def _digest(path: str) -> str:
+    with open(path, "rb") as file:
+        return hashlib.sha256(file.read()).hexdigest()
+
+
+@exercise_check("13.2")
+def check_load_old_h5(load_old_h5: Callable[[str], Any]) -> str:
+    with tempfile.TemporaryDirectory() as folder:
+        for kind, neutral, changing in (("recurrent", False, True), ("depthwise", 1, 2)):
+            path = os.path.join(folder, f"{kind}_model.h5")
+            original, x = write_keras2_style_h5(path, kind, neutral)
+            before = _digest(path)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                loaded = load_old_h5(path)
+            require(_digest(path) == before, f"the {kind} file was changed: load it as it is, and patch "
+                    "the arguments while loading (custom_objects), not in the file")
+            require(isinstance(loaded, keras.Model),
+                    f"load_old_h5 returned a {type(loaded).__name__}, not a Keras 3 model (keras.Model)")
+            require(not getattr(loaded, "compiled", False) and getattr(loaded, "optimizer", None) is None,
+                    "the model came back compiled: load it without its training configuration "
+                    "(compile=False)")
+            got = np.asarray(loaded(x, training=False))
+            require(np.allclose(got, np.asarray(original(x, training=False)), atol=1e-5),
+                    f"the {kind} model answers differently from the file's: load the weights too "
+                    "(keras.models.load_model), not only the architecture")
+            bad = os.path.join(folder, f"{kind}_changing.h5")
+            write_keras2_style_h5(bad, kind, changing)
+            before = _digest(bad)
+            refused = False
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    load_old_h5(bad)
+            except Exception:  # the prompt allows any exception
+                refused = True
+            require(refused, f"a file with {'time_major=True' if kind == 'recurrent' else 'groups=2'} loaded: "
+                    "that value changes the computation and must raise; drop only the neutral value "
+                    "(legacy_custom_objects() does this)")
+            require(_digest(bad) == before, "the refused file was changed: leave the file as it is")
+    return ("time_major=False and groups=1 files load uncompiled with equal outputs; time_major=True "
+            "and groups=2 raise; the files are unchanged")
+
+
+# --------------------------------------------------------------------------- 13.3
+
+
+def make_hub_module(path: str) -> dict[str, Any]:
+    """A Hub-format SavedModel: ``module(x, training)``; a trainable ``weights_w``, ``offset_b`` and a
+    non-trainable ``running_scale``; training=True adds 1. Returns the input and the expected output."""
+    module = tf.train.Checkpoint()
+    rng = np.random.default_rng(1331)
+    module.weights_w = tf.Variable(rng.uniform(0.2, 1.0, (2, 3)).astype(np.float32), name="weights_w")
+    module.offset_b = tf.Variable([0.3, -0.4, 0.5], name="offset_b")
+    module.running_scale = tf.Variable([1.5, 0.5, 2.5], trainable=False, name="running_scale")
+    module.variables = [module.weights_w, module.offset_b, module.running_scale]
+    module.trainable_variables = [module.weights_w, module.offset_b]
+    module.regularization_losses = []
+
+    @tf.function(input_signature=[tf.TensorSpec((None, 2), tf.float32), tf.TensorSpec((), tf.bool)])
+    def call(x, training=False):  # Hub modules default to inference
+        out = (tf.matmul(x, module.weights_w) + module.offset_b) * module.running_scale
+        return tf.cond(training, lambda: out + 1.0, lambda: out)
+
+    module.__call__ = call
+    tf.saved_model.save(module, path)
+    x = rng.normal(size=(4, 2)).astype(np.float32)
+    return {"x": x, "expected": call(x, False).numpy(),
+            "trainable": [v.numpy() for v in module.trainable_variables],
+            "frozen": module.running_scale.numpy()}
+
+
+def _same_values(found: list, wanted: list) -> bool:
+    remaining = [np.asarray(w) for w in wanted]
+    for value in found:
+        value = np.asarray(value)
+        for i, w in enumerate(remaining):
+            if w.shape == value.shape and np.allclose(w, value):
+                del remaining[i]
+                break
+        else:
+            return False
+    return not remaining
+
+
+@exercise_check("13.3")
+def check_hub_layer(hub_layer: Callable[[str], Any]) -> str:
+    with tempfile.TemporaryDirectory() as folder:
+        case = make_hub_module(os.path.join(folder, "text_hub_module"))
+        layer = hub_layer(os.path.join(folder, "text_hub_module"))
+        require(isinstance(layer, keras.layers.Layer),
+                f"hub_layer returned a {type(layer).__module__}.{type(layer).__name__}, not a Keras 3 layer "
+                "(keras.layers.Layer): a tf_keras layer, like hub.KerasLayer, cannot go into a Keras 3 model")
+        out = layer(case["x"])
+        if isinstance(out, dict) and len(out) == 1:
+            (out,) = out.values()
+        out = np.asarray(out)
+        require(out.shape == case["expected"].shape and not np.allclose(out, case["expected"] + 1.0),
+                "the layer answers like module(x, True): call the module with training=False")
+        require(np.allclose(out, case["expected"], atol=1e-5), "the layer answers differently from "
+                "module(x, False): call the loaded module itself (its __call__), with the input unchanged")
+        trainable = [w.numpy() if hasattr(w, "numpy") else np.asarray(w) for w in layer.trainable_weights]
+        require(trainable, "the layer has no trainable weights: Keras does not look inside the loaded "
+                "object; track module.trainable_variables (TFSMLayer does, or a list attribute)")
+        require(not any(np.allclose(case["frozen"], w) for w in trainable if w.shape == case["frozen"].shape),
+                "the module's non-trainable variable is among the trainable weights: track only "
+                "module.trainable_variables")
+        require(_same_values(trainable, case["trainable"]), "the trainable weights are not the module's "
+                f"{len(case['trainable'])} trainable variables (each once)")
+        with tf.GradientTape() as tape:
+            result = layer(tf.constant(case["x"]))
+            result = result if not isinstance(result, dict) else list(result.values())[0]
+            loss = tf.reduce_sum(result)
+        gradients = tape.gradient(loss, layer.trainable_weights)
+        require(all(g is not None for g in gradients), "a trainable weight gets no gradient through the layer: "
+                "the layer must compute with the module's own variables, not copies")
+    return "a Keras 3 layer answering like module(x, False), its trainable weights the module's, with gradients"
