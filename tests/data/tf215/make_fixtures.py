@@ -457,8 +457,9 @@ def make_saved_models(out: Path) -> None:
     record("hub_module", "hub_module", "savedmodel/hub-reusable",
            "A hub-format (reusable SavedModel) module made locally: __call__(x, training), "
            "variables, trainable_variables, regularization_losses", xh, hub.__call__(xh, False),
-           "No signatures; load with tf.saved_model.load and call obj(x, False), or "
-           "hub.KerasLayer (needs tf-keras).")
+           "A serving_default signature (x and training) is added by tf.saved_model.save from "
+           "the one tf.function with an input_signature; load with tf.saved_model.load and call "
+           "obj(x, False), or hub.KerasLayer (needs tf-keras).")
 
 
 def make_tf1_builder(out: Path) -> None:
