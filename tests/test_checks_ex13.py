@@ -356,3 +356,447 @@ def test_hub_layer_signature_mistake():
 def test_hub_layer_stub():
     with pytest.raises(ExerciseNotDone):
         ex13.check_hub_layer(not_done)
+
+
+# Written from the prompt alone (VERIFY.md part 2)
+# Wrong answers a learner would write, and correct alternatives, written before the check was
+# read. A test marked xfail(strict=True) is a hole in today's check: remove the entry from HOLES
+# when the check is fixed.
+
+import os  # noqa: E402
+import re  # noqa: E402
+import shutil  # noqa: E402
+import tempfile  # noqa: E402
+
+from tests.attack_support import cases, passes, rejects  # noqa: E402
+
+# Today's check gets these wrong (xfail strict: remove an entry when the check is fixed).
+HOLES: dict[str, str] = {
+    "kw_squeezed": "13.1's model has no size-1 axis in its output: np.squeeze passes",
+}
+
+
+@pytest.fixture
+def in_tmp_dir(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def _signature(path):
+    return tf.saved_model.load(path).signatures["serving_default"]
+
+
+# ----- 13.1 wrong
+
+
+def kw_no_cast(path, inputs):
+    sig = _signature(path)
+    out = sig(**{name: tf.constant(value) for name, value in inputs.items()})
+    return next(iter(out.values())).numpy()
+
+
+def kw_all_float32(path, inputs):
+    sig = _signature(path)
+    out = sig(**{name: tf.constant(value, tf.float32) for name, value in inputs.items()})
+    return next(iter(out.values())).numpy()
+
+
+def kw_by_order_not_name(path, inputs):
+    sig = _signature(path)
+    specs = sig.structured_input_signature[1]
+    names = sorted(specs)
+    out = sig(**{n: tf.cast(v, specs[n].dtype) for n, v in zip(names, inputs.values())})
+    return next(iter(out.values())).numpy()
+
+
+def kw_output_named_out(path, inputs):
+    sig = _signature(path)
+    specs = sig.structured_input_signature[1]
+    return sig(**{n: tf.cast(v, specs[n].dtype) for n, v in inputs.items()})["out"].numpy()
+
+
+def kw_returns_tensor(path, inputs):
+    sig = _signature(path)
+    specs = sig.structured_input_signature[1]
+    return next(iter(sig(**{n: tf.cast(v, specs[n].dtype) for n, v in inputs.items()}).values()))
+
+
+def kw_returns_dict(path, inputs):
+    sig = _signature(path)
+    specs = sig.structured_input_signature[1]
+    out = sig(**{n: tf.cast(v, specs[n].dtype) for n, v in inputs.items()})
+    return {k: v.numpy() for k, v in out.items()}
+
+
+def kw_squeezed(path, inputs):
+    sig = _signature(path)
+    specs = sig.structured_input_signature[1]
+    out = sig(**{n: tf.cast(v, specs[n].dtype) for n, v in inputs.items()})
+    return np.squeeze(next(iter(out.values())).numpy())
+
+
+def kw_first_row(path, inputs):
+    sig = _signature(path)
+    specs = sig.structured_input_signature[1]
+    out = sig(**{n: tf.cast(v, specs[n].dtype) for n, v in inputs.items()})
+    return next(iter(out.values())).numpy()[0]
+
+
+def kw_first_dtype_for_all(path, inputs):
+    sig = _signature(path)
+    specs = list(sig.structured_input_signature[1].values())
+    out = sig(**{n: tf.cast(v, specs[0].dtype) for n, v in inputs.items()})
+    return next(iter(out.values())).numpy()
+
+
+def kw_positional_list(path, inputs):
+    loaded = tf.saved_model.load(path)
+    return np.asarray(loaded([tf.constant(v) for v in inputs.values()]))
+
+
+def kw_float64_result(path, inputs):
+    sig = _signature(path)
+    specs = sig.structured_input_signature[1]
+    out = sig(**{n: tf.cast(v, specs[n].dtype) for n, v in inputs.items()})
+    return next(iter(out.values())).numpy().astype(np.float64) + 0.0
+
+
+def kw_cast_to_int_where_float(path, inputs):
+    sig = _signature(path)
+    specs = sig.structured_input_signature[1]
+    out = sig(**{n: tf.cast(tf.cast(v, tf.int32), specs[n].dtype) for n, v in inputs.items()})
+    return next(iter(out.values())).numpy()
+
+
+# ----- 13.1 right
+
+
+def kw_right_numpy_astype(path, inputs):
+    sig = tf.saved_model.load(os.fspath(path)).signatures["serving_default"]
+    _, specs = sig.structured_input_signature
+    feeds = {n: np.asarray(inputs[n]).astype(specs[n].dtype.as_numpy_dtype) for n in specs}
+    (result,) = sig(**feeds).values()
+    return np.asarray(result)
+
+
+def kw_right_convert_nest(path, inputs):
+    loaded = tf.saved_model.load(path)
+    sig = loaded.signatures["serving_default"]
+    specs = sig.structured_input_signature[1]
+    feeds = {}
+    for name in inputs:
+        feeds[name] = tf.convert_to_tensor(np.asarray(inputs[name], specs[name].dtype.as_numpy_dtype))
+    return tf.nest.flatten(sig(**feeds))[0].numpy()
+
+
+def kw_right_sorted_outputs(path, inputs):
+    sig = _signature(path)
+    args, kwargs = sig.structured_input_signature
+    out = sig(**{k: tf.cast(tf.constant(inputs[k]), spec.dtype) for k, spec in kwargs.items()})
+    return out[sorted(out)[0]].numpy()
+
+
+@pytest.mark.parametrize("answer", cases([
+    kw_no_cast, kw_all_float32, kw_by_order_not_name, kw_output_named_out, kw_returns_tensor,
+    kw_returns_dict, kw_squeezed, kw_first_row, kw_first_dtype_for_all, kw_positional_list,
+    kw_cast_to_int_where_float,
+], HOLES))
+def test_13_1_prompt_only_wrong_answers_fail(answer, in_tmp_dir):
+    rejects(ex13.check_call_by_keyword, answer, may_raise=True)
+
+
+@pytest.mark.parametrize("answer", cases([
+    kw_right_numpy_astype, kw_right_convert_nest, kw_right_sorted_outputs], HOLES))
+def test_13_1_prompt_only_right_answers_pass(answer, in_tmp_dir):
+    passes(ex13.check_call_by_keyword, answer)
+
+
+# ----- 13.2 wrong
+
+
+class _LSTMDropsAll(keras.layers.LSTM):
+    def __init__(self, *args, time_major=None, **kwargs):
+        super().__init__(*args, **kwargs)
+
+
+class _GRUDropsAll(keras.layers.GRU):
+    def __init__(self, *args, time_major=None, **kwargs):
+        super().__init__(*args, **kwargs)
+
+
+class _DepthwiseDropsAll(keras.layers.DepthwiseConv2D):
+    def __init__(self, *args, groups=None, **kwargs):
+        super().__init__(*args, **kwargs)
+
+
+class _LSTMChecked(keras.layers.LSTM):
+    def __init__(self, *args, time_major=False, **kwargs):
+        if time_major:
+            raise ValueError(f"time_major=True in {kwargs.get('name')}: not supported")
+        super().__init__(*args, **kwargs)
+
+
+class _GRUChecked(keras.layers.GRU):
+    def __init__(self, *args, time_major=False, **kwargs):
+        if time_major:
+            raise ValueError(f"time_major=True in {kwargs.get('name')}: not supported")
+        super().__init__(*args, **kwargs)
+
+
+class _DepthwiseChecked(keras.layers.DepthwiseConv2D):
+    def __init__(self, *args, groups=1, **kwargs):
+        if groups != 1:
+            raise ValueError(f"groups={groups} in {kwargs.get('name')}: not supported")
+        super().__init__(*args, **kwargs)
+
+
+class _LSTMRefusesKey(keras.layers.LSTM):
+    def __init__(self, *args, **kwargs):
+        if "time_major" in kwargs:
+            raise ValueError("time_major is not supported")
+        super().__init__(*args, **kwargs)
+
+
+DROPS_ALL = {"LSTM": _LSTMDropsAll, "GRU": _GRUDropsAll, "DepthwiseConv2D": _DepthwiseDropsAll}
+CHECKED = {"LSTM": _LSTMChecked, "GRU": _GRUChecked, "DepthwiseConv2D": _DepthwiseChecked}
+
+
+def old_plain_load(path):
+    return keras.models.load_model(path, compile=False)
+
+
+def old_compiled(path):
+    return keras.models.load_model(path, custom_objects=CHECKED)
+
+
+def old_drops_everything(path):
+    return keras.models.load_model(path, compile=False, custom_objects=DROPS_ALL)
+
+
+def old_only_lstm(path):
+    return keras.models.load_model(path, compile=False, custom_objects={"LSTM": _LSTMChecked})
+
+
+def old_no_gru(path):
+    objects = {"LSTM": _LSTMChecked, "DepthwiseConv2D": _DepthwiseChecked}
+    return keras.models.load_model(path, compile=False, custom_objects=objects)
+
+
+def old_refuses_the_key(path):
+    objects = dict(CHECKED, LSTM=_LSTMRefusesKey)
+    return keras.models.load_model(path, compile=False, custom_objects=objects)
+
+
+def old_edits_in_place(path):
+    with h5py.File(path, "r+") as file:
+        config = file.attrs["model_config"]
+        if isinstance(config, bytes):
+            config = config.decode()
+        config = re.sub(r',\s*"time_major": (false|true)', "", config)
+        config = re.sub(r',\s*"groups": \d+', "", config)
+        file.attrs["model_config"] = config
+    return keras.models.load_model(path, compile=False)
+
+
+def old_config_only(path):
+    with h5py.File(path, "r") as file:
+        config = file.attrs["model_config"]
+    config = config.decode() if isinstance(config, bytes) else config
+    return keras.models.model_from_json(config, custom_objects=CHECKED)
+
+
+def old_returns_none_on_refusal(path):
+    try:
+        return keras.models.load_model(path, compile=False, custom_objects=CHECKED)
+    except ValueError:
+        return None
+
+
+def old_tf_keras(path):
+    return tf_keras.models.load_model(path, compile=False)
+
+
+def old_groups_greater_than_one_only_for_depthwise_ok(path):
+    class Depthwise(keras.layers.DepthwiseConv2D):
+        def __init__(self, *args, groups=1, **kwargs):
+            super().__init__(*args, **kwargs)
+    objects = dict(CHECKED, DepthwiseConv2D=Depthwise)
+    return keras.models.load_model(path, compile=False, custom_objects=objects)
+
+
+# ----- 13.2 right
+
+
+def old_right_helpers(path):
+    return keras.models.load_model(path, compile=False, custom_objects=legacy_custom_objects())
+
+
+def old_right_own_classes(path):
+    return keras.models.load_model(os.fspath(path), compile=False, custom_objects=CHECKED)
+
+
+def old_right_edit_a_copy(path):
+    folder = tempfile.mkdtemp()
+    try:
+        copy = os.path.join(folder, "copy.h5")
+        shutil.copyfile(path, copy)
+        with h5py.File(copy, "r+") as file:
+            config = file.attrs["model_config"]
+            config = config.decode() if isinstance(config, bytes) else config
+            config = re.sub(r',\s*"time_major": false', "", config)
+            config = re.sub(r'"time_major": false,\s*', "", config)
+            config = re.sub(r',\s*"groups": 1(?=[,}])', "", config)
+            config = re.sub(r'"groups": 1,\s*', "", config)
+            file.attrs["model_config"] = config
+        return keras.models.load_model(copy, compile=False)  # leftover values: Keras 3 refuses
+    finally:
+        shutil.rmtree(folder)
+
+
+@pytest.mark.parametrize("answer", cases([
+    old_plain_load, old_compiled, old_drops_everything, old_only_lstm, old_no_gru,
+    old_refuses_the_key, old_edits_in_place, old_config_only, old_returns_none_on_refusal,
+    old_tf_keras, old_groups_greater_than_one_only_for_depthwise_ok,
+], HOLES))
+def test_13_2_prompt_only_wrong_answers_fail(answer, in_tmp_dir):
+    rejects(ex13.check_load_old_h5, answer, may_raise=True)
+
+
+@pytest.mark.parametrize("answer", cases([
+    old_right_helpers, old_right_own_classes, old_right_edit_a_copy], HOLES))
+def test_13_2_prompt_only_right_answers_pass(answer, in_tmp_dir):
+    passes(ex13.check_load_old_h5, answer)
+
+
+# ----- 13.3 wrong
+
+
+class _HoldsModule(keras.layers.Layer):
+    def __init__(self, path, training=False, **kwargs):
+        super().__init__(**kwargs)
+        self.module = tf.saved_model.load(path)
+        self.module_variables = list(self.module.trainable_variables)
+        self.training_flag = training
+
+    def call(self, x):
+        return self.module(x, self.training_flag)
+
+
+class _CopiesWeights(keras.layers.Layer):
+    def __init__(self, path, **kwargs):
+        super().__init__(**kwargs)
+        self.module = tf.saved_model.load(path)
+        self.copies = [self.add_weight(shape=v.shape, initializer=keras.initializers.Constant(v.numpy()),
+                                       name=f"w{i}") for i, v in enumerate(self.module.trainable_variables)]
+
+    def call(self, x):
+        return self.module(x, False)
+
+
+class _AllVariablesTrainable(keras.layers.Layer):
+    def __init__(self, path, first_only=False, **kwargs):
+        super().__init__(**kwargs)
+        self.module = tf.saved_model.load(path)
+        chosen = list(self.module.variables)
+        if first_only:
+            chosen = list(self.module.trainable_variables)[:1]
+        self.wrapped = [keras.Variable(initializer=v, trainable=True, name=f"v{i}")
+                        for i, v in enumerate(chosen)]
+
+    def call(self, x):
+        return self.module(x, False)
+
+
+def hub_holds_module(path):
+    return _HoldsModule(path)
+
+
+def hub_training_true(path):
+    layer = _WrapsTrainable(path)
+    layer.training_flag = True
+    return layer
+
+
+def hub_copies_weights(path):
+    return _CopiesWeights(path)
+
+
+def hub_all_variables(path):
+    return _AllVariablesTrainable(path)
+
+
+def hub_first_variable_only(path):
+    return _AllVariablesTrainable(path, first_only=True)
+
+
+def hub_serving_default(path):
+    return keras.layers.TFSMLayer(path, call_endpoint="serving_default")
+
+
+def hub_lambda(path):
+    module = tf.saved_model.load(path)
+    return keras.layers.Lambda(lambda x: module(x, False))
+
+
+def hub_tf_keras_layer(path):
+    module = tf.saved_model.load(path)
+
+    class Hub(tf_keras.layers.Layer):
+        def __init__(self):
+            super().__init__()
+            self.module = module
+
+        def call(self, x):
+            return self.module(x, False)
+    return Hub()
+
+
+def hub_tfsm_default_endpoint(path):
+    return keras.layers.TFSMLayer(path)
+
+
+# ----- 13.3 right
+
+
+class _WrapsTrainable(keras.layers.Layer):
+    def __init__(self, path, **kwargs):
+        super().__init__(**kwargs)
+        self.module = tf.saved_model.load(os.fspath(path))
+        self.training_flag = False
+        self.hub_weights = [keras.Variable(initializer=v, trainable=True, name=f"hub_{i}")
+                            for i, v in enumerate(self.module.trainable_variables)]
+
+    def call(self, x):
+        return self.module(x, self.training_flag)
+
+
+def hub_right_tfsm_call(path):
+    return keras.layers.TFSMLayer(path, call_endpoint="__call__")
+
+
+def hub_right_wrapped_variables(path):
+    return _WrapsTrainable(path)
+
+
+class _TFSMSubclass(keras.layers.TFSMLayer):
+    def __init__(self, path, **kwargs):
+        super().__init__(os.fspath(path), call_endpoint="__call__", **kwargs)
+
+
+def hub_right_tfsm_subclass(path):
+    return _TFSMSubclass(path, name="hub")
+
+
+@pytest.mark.parametrize("answer", cases([
+    hub_holds_module, hub_training_true, hub_copies_weights, hub_all_variables,
+    hub_first_variable_only, hub_serving_default, hub_lambda, hub_tf_keras_layer,
+    hub_tfsm_default_endpoint,
+], HOLES))
+def test_13_3_prompt_only_wrong_answers_fail(answer, in_tmp_dir):
+    rejects(ex13.check_hub_layer, answer, may_raise=True)
+
+
+@pytest.mark.parametrize("answer", cases([
+    hub_right_tfsm_call, hub_right_wrapped_variables, hub_right_tfsm_subclass], HOLES))
+def test_13_3_prompt_only_right_answers_pass(answer, in_tmp_dir):
+    passes(ex13.check_hub_layer, answer)
