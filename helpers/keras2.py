@@ -1478,7 +1478,9 @@ def export_for_keras2(model: Any, folder: str | os.PathLike, inputs: Any = None,
     - ``model.weights.h5``: the weights, which Keras 2 loads with
       ``load_weights`` into a model of the same architecture and layer names;
     - ``saved_model/``: ``model.export``, for inference through
-      ``tf.saved_model.load`` (``serve`` or ``serving_default``) in any TF 2.
+      ``tf.saved_model.load`` in any TF 2: call ``serving_default`` by
+      keyword; ``serve`` takes the model's input structure (a list for a
+      model rebuilt from a legacy .h5).
 
     Before moving the folder into place it loads the files with Keras 2
     (``tf_keras`` in this process) and TensorFlow, and compares their outputs

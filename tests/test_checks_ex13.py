@@ -371,9 +371,7 @@ import tempfile  # noqa: E402
 from tests.attack_support import cases, passes, rejects  # noqa: E402
 
 # Today's check gets these wrong (xfail strict: remove an entry when the check is fixed).
-HOLES: dict[str, str] = {
-    "kw_squeezed": "13.1's model has no size-1 axis in its output: np.squeeze passes",
-}
+HOLES: dict[str, str] = {}
 
 
 @pytest.fixture

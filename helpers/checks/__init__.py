@@ -214,6 +214,8 @@ _CAUSES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"unhashable"),
      "a Variable or tensor cannot be a dict key or a set member: key by variable.ref(), "
      "variable.path or id(variable) instead."),
+    (re.compile(r"Could not deserialize 'keras\.metrics\."),
+     "load with compile=False (the file's loss string is read as a metric)."),
     (re.compile(r"must end in `\.weights\.h5`|must end in `\.keras`"),
      "Keras picks the format by suffix: with save_weights_only=True the name must end in `.weights.h5`, "
      "a whole model's in `.keras`."),
