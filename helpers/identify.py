@@ -571,21 +571,13 @@ def _zip(path: str) -> Identification:
         if info.holds["custom objects"]:
             info.traps.append("needs its custom classes: import or register them before loading "
                               "(custom_objects=)")
-        if info.holds["custom objects"]:
-            info.how_to_load = _code(path, """
-                import h5py, io, zipfile
+            info.how_to_load = _archive_weights_code(
+                path,
+                """
                 # The architecture needs its custom classes: keras.models.load_model(path,
                 # custom_objects={...}) with them. Without them, these are the weights:
-                with zipfile.ZipFile(path) as archive:
-                    data = io.BytesIO(archive.read("model.weights.h5"))
-                loaded = {}
-                def keep(name, item):  # visititems stops at the first non-None return
-                    if isinstance(item, h5py.Dataset):
-                        loaded[name] = item[()]
-                with h5py.File(data, "r") as h5:
-                    h5.visititems(keep)
-                report = f"{len(loaded)} weight arrays (the model needs its custom classes)"
-                """)
+                """,
+                'report = f"{len(loaded)} weight arrays (the model needs its custom classes)"')
         else:
             info.how_to_load = _code(path, f"""
                 import keras
@@ -611,21 +603,28 @@ def _zip(path: str) -> Identification:
     else:
         info.traps.append("tf-keras 2.21 cannot read it either: "
                           "build the model in Keras 3 code and assign these weights by layer")
-        info.how_to_load = _code(path, """
-            import h5py, io, zipfile
+        info.how_to_load = _archive_weights_code(
+            path,
+            """
             # Neither Keras 3 nor tf-keras rebuilds it: build the model in Keras 3 code and
             # assign these arrays layer by layer (model.get_layer(name).set_weights([...])).
-            with zipfile.ZipFile(path) as archive:
-                data = io.BytesIO(archive.read("model.weights.h5"))
-            loaded = {}
-            def keep(name, item):  # visititems stops at the first non-None return
-                if isinstance(item, h5py.Dataset):
-                    loaded[name] = item[()]
-            with h5py.File(data, "r") as h5:
-                h5.visititems(keep)
-            report = f"{len(loaded)} weight arrays, e.g. {sorted(loaded)[:1]}"
-            """)
+            """,
+            'report = f"{len(loaded)} weight arrays, e.g. {sorted(loaded)[:1]}"')
     return info
+
+
+def _archive_weights_code(path: str, why: str, report: str) -> str:
+    """Loading code that reads every weight array of a ``.keras`` archive (no model is rebuilt)."""
+    return _code(path, "import h5py, io, zipfile\n" + textwrap.dedent(why).strip() + "\n" + """\
+with zipfile.ZipFile(path) as archive:
+    data = io.BytesIO(archive.read("model.weights.h5"))
+loaded = {}
+def keep(name, item):  # visititems stops at the first non-None return
+    if isinstance(item, h5py.Dataset):
+        loaded[name] = item[()]
+with h5py.File(data, "r") as h5:
+    h5.visititems(keep)
+""" + report)
 
 
 _MODEL_REPORT = _code_tail("""
