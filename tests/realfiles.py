@@ -18,9 +18,12 @@ Damaged copies for error tests: ``truncated`` and ``bit_flipped``.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
 import os
 import shutil
+from collections.abc import Callable, Iterator
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -197,3 +200,34 @@ def bit_flipped(path: Path, dest: Path, offset: int | None = None, bit: int = 0)
     dest.parent.mkdir(parents=True, exist_ok=True)
     dest.write_bytes(bytes(data))
     return dest
+
+
+def module_copies(root: Path) -> Callable[[str, str], Path]:
+    """``get(source, name)``: one copy per artifact under ``root``, each alone in its folder.
+
+    For a module-scoped fixture, so the tests of a module share copies they only read.
+    """
+    cache: dict[tuple[str, str], Path] = {}
+
+    def get(source: str, name: str) -> Path:
+        if (source, name) not in cache:
+            cache[source, name] = copy_real(source, name, root / source / name)
+        return cache[source, name]
+
+    return get
+
+
+def folder_digest(path: Path | str) -> dict[str, str]:
+    """Name and sha256 of every file in the folder that holds ``path`` (the artifact's own folder)."""
+    path = Path(path)
+    folder = path if path.is_dir() else path.parent
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@contextlib.contextmanager
+def untouched(*paths: Path | str) -> Iterator[None]:
+    """Assert that the inputs' folders hold the same files with the same bytes afterwards."""
+    before = [folder_digest(p) for p in paths]
+    yield
+    assert [folder_digest(p) for p in paths] == before, "an input file (or its folder) changed"

@@ -16,8 +16,6 @@ Cases that misbehave today are marked ``xfail(strict=True)`` with what is wrong.
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
 import os
 import re
 import stat
@@ -47,7 +45,8 @@ from helpers.keras2 import (
     legacy_custom_objects,
     restore_keras2_checkpoint,
 )
-from tests.realfiles import bit_flipped, copy_real, entry, expected_output, manifest, model_input, truncated
+from tests.realfiles import (bit_flipped, copy_real, entry, expected_output, manifest, model_input, module_copies,
+                             truncated, untouched)
 
 ATOL = 1e-5
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
@@ -74,31 +73,7 @@ def ids(cases):
 @pytest.fixture(scope="module")
 def real(tmp_path_factory):
     """``real(source, name)``: a module-wide copy of an artifact, alone in its folder (read it only)."""
-    root = tmp_path_factory.mktemp("real")
-    cache: dict = {}
-
-    def get(source: str, name: str) -> Path:
-        if (source, name) not in cache:
-            cache[source, name] = copy_real(source, name, root / source / name)
-        return cache[source, name]
-
-    return get
-
-
-def digest(path) -> dict[str, str]:
-    """Name and sha256 of every file in the folder that holds ``path`` (the artifact's own folder)."""
-    path = Path(path)
-    folder = path if path.is_dir() else path.parent
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file()}
-
-
-@contextlib.contextmanager
-def untouched(path):
-    """The input's folder holds the same files with the same bytes afterwards (no new files either)."""
-    before = digest(path)
-    yield
-    assert digest(path) == before, "the input file (or its folder) changed"
+    return module_copies(tmp_path_factory.mktemp("real"))
 
 
 def state(*objects) -> list[np.ndarray]:

@@ -21,7 +21,6 @@ Cases that misbehave today are ``xfail(strict=True)`` with what is wrong.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import re
@@ -49,7 +48,8 @@ from helpers.errors import (
 )
 from helpers.keras_files import describe_keras_file, latest_keras_file, missing_from_file, owned_variables
 from helpers.saved_models import describe_saved_model, unregistered_ops
-from tests.realfiles import bit_flipped, copy_real, entry, expected_output, manifest, model_input, truncated
+from tests.realfiles import (bit_flipped, copy_real, entry, expected_output, manifest, model_input, module_copies,
+                             truncated, untouched)
 
 ATOL = 1e-5
 ODD = ["run[1]", "a*b", "with space", "ünï-名前"]
@@ -61,30 +61,8 @@ pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
 @pytest.fixture(scope="module")
 def real(tmp_path_factory):
-    """``real(source, name)``: a module-wide copy of an artifact, alone in its folder (read only)."""
-    root = tmp_path_factory.mktemp("real")
-    cache: dict = {}
-
-    def get(source: str, name: str) -> Path:
-        if (source, name) not in cache:
-            cache[source, name] = copy_real(source, name, root / source / name)
-        return cache[source, name]
-
-    return get
-
-
-def digest(path) -> dict[str, str]:
-    path = Path(path)
-    folder = path if path.is_dir() else path.parent
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file()}
-
-
-@contextlib.contextmanager
-def untouched(*paths):
-    before = [digest(p) for p in paths]
-    yield
-    assert [digest(p) for p in paths] == before, "an input file (or its folder) changed"
+    """``real(source, name)``: a module-wide copy of an artifact, alone in its folder (read it only)."""
+    return module_copies(tmp_path_factory.mktemp("real"))
 
 
 def values(variables) -> list[np.ndarray]:
