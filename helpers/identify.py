@@ -890,8 +890,9 @@ def _keras3_h5(info: Identification, config: dict) -> Identification:
     """A legacy ``.h5`` that Keras 3 wrote (``model.save("x.h5")``): Keras 3 reads it back itself."""
     info.written_by = {"Keras": info.written_by["Keras"].split(" (")[0]}
     info.holds["custom objects"] = _custom_classes(config)
-    info.traps.append("Keras 3 wrote this legacy .h5 (model.save('x.h5') warns that it is legacy): "
-                      "keras.models.load_model reads it; save as .keras to keep the optimizer too")
+    info.traps.append("Keras 3 wrote this legacy .h5 (model.save('x.h5') logs that it is legacy): "
+                      "keras.models.load_model(path, compile=False) rebuilds the model; the file's "
+                      "optimizer state is not restored (a .keras file keeps it)")
     lam = _has_lambda_code(config)
     if lam:
         info.runs_code.append(LAMBDA)
@@ -1097,13 +1098,13 @@ def _saved_model(folder: str) -> Identification:
             info.traps.append(f"{len(description.tag_sets)} MetaGraphs (tag-sets "
                               f"{'; '.join(', '.join(t) for t in description.tag_sets)}): "
                               f"tf.saved_model.load(path) fails without tags=; pass tags={tags!r}")
-        info.how_to_load = _code(folder, f"""
+        info.how_to_load = _code(folder, """
             import tensorflow as tf
-            loaded = tf.saved_model.load(path, tags={tags!r})  # a TF1 graph: signatures, no methods
+            loaded = tf.saved_model.load(path, tags=TAGS)  # a TF1 graph: signatures, no methods
             report = "signatures " + ", ".join(
                 f"{name}({', '.join(sorted(fn.structured_input_signature[1]))})"
                 for name, fn in loaded.signatures.items())
-            """)
+            """).replace("TAGS", repr(tags))
     else:
         info.how_to_load = _code(folder, """
             import tensorflow as tf
