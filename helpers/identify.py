@@ -814,8 +814,25 @@ def _legacy_h5(path: str, file: Any, whole: bool) -> Identification:
     count = sum(len(group[name].attrs.get("weight_names", [])) for name in layers)
     named_keras = path.endswith(".keras")
     kind = "keras2-hdf5-named-keras" if named_keras else ("legacy-h5-model" if whole else "legacy-h5-weights")
+    if version.startswith("1.") and backend == "?":
+        backend = "backend not recorded"
     info = Identification(path, kind, written_by={"Keras": f"{version} ({backend})"})
     info.holds = {"layers": len(layers), "weights": count, "optimizer state": "optimizer_weights" in file}
+    if version.startswith("1."):  # Keras 1: neither Keras 3 nor tf-keras rebuilds its configuration
+        info.traps.append("written by Keras 1: its configuration (Convolution2D(nb_filter, ...), "
+                          "output_dim, init) is rebuilt by neither Keras 3 nor tf-keras, and its weights "
+                          "(dense_1_W, an LSTM's per-gate W_i/U_i/b_i) do not pair by position: rebuild the "
+                          "model in Keras 3 code with the file's layer names, then "
+                          "helpers.keras1.load_keras1_weights(path, model)")
+        info.how_to_load = _code(path, """
+            from helpers.keras1 import describe_keras1_h5
+            # Keras 1: build the same architecture in Keras 3 code (the file's layer names; Keras 1's
+            # hard_sigmoid is helpers.keras1.keras1_hard_sigmoid), then load_keras1_weights(path, model).
+            loaded = describe_keras1_h5(path)
+            report = (f"{sum(map(len, loaded.layers.values()))} weights in "
+                      f"{len(loaded.layers)} layers, written by Keras {loaded.keras_version}")
+            """)
+        return info
     if named_keras:
         info.traps.append("HDF5 under a .keras name (Keras 2.12's model.save('x.keras') wrote this): "
                           "keras.models.load_model says 'File not found' although the file is there")

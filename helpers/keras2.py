@@ -898,11 +898,45 @@ def _legacy_class(class_name: str, arguments: dict[str, Any]) -> type:
     })
 
 
+# Layers whose configuration holds other layers' configurations (Keras 3 rebuilds those itself, by
+# class name, past custom_objects): their inner Keras 2 arguments are dropped before it does.
+_WRAPPERS = ("Bidirectional", "TimeDistributed", "RNN")
+
+
+def _drop_keras2_arguments(settings: dict) -> None:
+    """Drop, in place, the Keras 2 arguments of every layer configuration nested in ``settings``."""
+    for inner in _layer_configs(list(settings.values())):
+        class_name, config = inner["class_name"], inner["config"]
+        for argument, neutral in _KERAS2_ONLY.get(class_name, {}).items():
+            if argument in config:
+                value = config.pop(argument)
+                if neutral is not _ANY and value != neutral:
+                    raise LegacyModelError("", [_refusal(class_name, config.get("name", "?"), argument, value)],
+                                           route=_route_for(argument))
+
+
+def _legacy_wrapper(class_name: str) -> type:
+    """A wrapper (``Bidirectional``, ``TimeDistributed``, ``RNN``) whose inner layers lose Keras 2 arguments."""
+    base = getattr(keras.layers, class_name)
+
+    def from_config(cls, config, custom_objects=None):
+        config = copy.deepcopy(config)
+        _drop_keras2_arguments(config)
+        return base.from_config(config, custom_objects=custom_objects)  # a plain Keras 3 layer
+
+    return type(class_name, (base,), {
+        "from_config": classmethod(from_config), "__module__": __name__,
+        "__doc__": f"Builds a keras.layers.{class_name} from a Keras 2 configuration (its inner layers' "
+                   "Keras 2 arguments dropped where Keras 3 behaves the same).",
+    })
+
+
 def _legacy_functional() -> type:
     """``Functional``/``Model`` that first rewrites Keras 2 keyword-tensor calls (``mha(q, value=v)``)."""
 
     def from_config(cls, config, custom_objects=None):
         config = copy.deepcopy(config)
+        _renumber_nested_nodes({"class_name": "Functional", "config": config})  # a no-op once renumbered
         _keyword_tensors_to_calls({"class_name": "Functional", "config": config})
         return keras.Model.from_config(config, custom_objects=custom_objects)  # a plain Keras 3 model
 
@@ -924,12 +958,13 @@ def legacy_custom_objects() -> dict[str, type]:
     separable convolutions, the build shapes of ``MultiHeadAttention``,
     ``trainable`` and ``noise_shape`` of ``SpatialDropout1D``/``2D``/``3D``; and
     ``Functional``/``Model`` rewrite calls that pass a tensor by keyword
-    (Keras 2's ``mha(query, value=v)``, which Keras 3 reads as a plain list). A value
-    that would change the computation (``time_major=True``) raises
-    ``LegacyModelError`` naming the layer. ``batch_input_shape`` is
-    translated by Keras 3 itself. Nested models in a legacy ``.h5`` also need
-    their call numbers fixed, which ``convert_legacy_h5`` does and
-    ``load_model`` does not.
+    (Keras 2's ``mha(query, value=v)``, which Keras 3 reads as a plain list)
+    and renumber the calls of nested models (Keras 2 numbers them from 1).
+    ``Bidirectional``, ``TimeDistributed`` and ``RNN`` drop the same
+    arguments from the layers they wrap (Keras 3 rebuilds those itself, past
+    ``custom_objects``). A value that would change the computation
+    (``time_major=True``, wrapped or not) raises ``LegacyModelError`` naming
+    the layer. ``batch_input_shape`` is translated by Keras 3 itself.
 
     Example:
         >>> sorted(legacy_custom_objects())[:3]
@@ -939,7 +974,9 @@ def legacy_custom_objects() -> dict[str, type]:
     """
     functional = _legacy_functional()
     return {**{name: _legacy_class(name, arguments) for name, arguments in _KERAS2_ONLY.items()
-               if hasattr(keras.layers, name)}, "Functional": functional, "Model": functional}
+               if hasattr(keras.layers, name)},
+            **{name: _legacy_wrapper(name) for name in _WRAPPERS},
+            "Functional": functional, "Model": functional}
 
 
 def _layer_configs(config: Any):
@@ -1129,6 +1166,18 @@ def _relative(name: str, layer: str) -> str:
 _RENAMED = {"DepthwiseConv1D": {"depthwise_kernel": "kernel"}, "DepthwiseConv2D": {"depthwise_kernel": "kernel"}}
 
 
+def _bidirectional_name(layer: Any, relative: str) -> str:
+    """Keras 2 names a ``Bidirectional``'s halves ``forward_<layer>`` and ``backward_<backward layer>``;
+    Keras 3 names a given ``backward_layer`` by its own name: a weight's first part becomes the twin's."""
+    if type(layer).__name__ != "Bidirectional" or "/" not in relative:
+        return relative
+    head, rest = relative.split("/", 1)
+    for prefix, half in (("forward_", layer.forward_layer), ("backward_", layer.backward_layer)):
+        if head.startswith(prefix) and head != half.name and head[len(prefix):] == half.name.removeprefix(prefix):
+            return f"{half.name}/{rest}"
+    return relative
+
+
 def _cudnn_hint(value: np.ndarray, variable: Any) -> str:
     shape = tuple(variable.shape)
     if variable.path.endswith("/bias") and value.ndim == 1 and value.size in (2 * int(np.prod(shape)),) \
@@ -1220,6 +1269,7 @@ def _pair_h5(path: str, model: Any) -> list[tuple[str, Any, np.ndarray]]:
             key = f"{name}/{weight}"
             relative = _relative(weight, name)
             relative = renamed.get(relative, relative)
+            relative = _bidirectional_name(layer, relative)
             found = [v for v in variables.get(relative, []) if id(v) not in used]
             if not found:  # a cell Keras 2 did not name (CuDNNLSTM's bias:0 is LSTM's lstm_cell/bias): a unique last name
                 last = [v for key, group in variables.items() for v in group

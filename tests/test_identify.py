@@ -26,6 +26,7 @@ from tests.realfiles import (copy_real, expected_output, folder_snapshot, manife
 STORED_KIND = {
     "legacy-h5-full": "legacy-h5-model",
     "legacy-h5-weights": "legacy-h5-weights",
+    "keras1-h5-full": "legacy-h5-model",  # Keras 1.2.2 (tests/data/keras1-dl4j): the route is helpers.keras1
     "tf-checkpoint/keras2-save-weights": "checkpoint-keras2",
     "tf-checkpoint/keras2-object": "checkpoint-keras2",
     "tf-checkpoint/tf1-saver": "tf1-checkpoint",

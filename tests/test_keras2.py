@@ -427,6 +427,63 @@ def test_convert_rebuilds_keras2_configs_keras3_refuses(tmp_path, name):
     answers_like_keras2(keras.models.load_model(out), name)
 
 
+WRAPPED = ["bidirectional_gru", "bidirectional_lstm", "time_distributed_nested"]
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("name", WRAPPED)
+def test_recurrent_layers_inside_wrappers_load_by_both_routes(tmp_path, name):
+    # issue 33: Keras 3 rebuilds a wrapper's inner layer itself, past custom_objects, so the inner
+    # LSTM/GRU kept Keras 2's time_major=False and both routes failed ("Unrecognized keyword arguments").
+    path = copy_real("tf215", name, tmp_path)
+    with pytest.raises(ValueError, match="time_major"):
+        keras.models.load_model(path, compile=False)
+    model = keras.models.load_model(path, custom_objects=legacy_custom_objects(), compile=False)
+    answers_like_keras2(model, name)
+    out = convert_legacy_h5(path, tmp_path / "out.keras")
+    answers_like_keras2(keras.models.load_model(out), name)  # the saved file needs nothing of ours
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_a_keras2_bidirectional_weights_file_loads_into_a_twin_with_its_own_backward_layer(tmp_path):
+    # Keras 2 names a given backward_layer 'backward_bwd' in the file, Keras 3 names it 'bwd'.
+    twin = keras.models.load_model(copy_real("tf215", "bidirectional_lstm", tmp_path),
+                                   custom_objects=legacy_custom_objects(), compile=False)
+    for variable in twin.weights:
+        variable.assign(np.zeros(variable.shape, variable.dtype))
+    convert_legacy_h5(tmp_path / "bidirectional_lstm.h5", tmp_path / "m.weights.h5", model=twin)
+    answers_like_keras2(twin, "bidirectional_lstm")
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("wrapper", ["Bidirectional", "TimeDistributed"])
+def test_time_major_true_inside_a_wrapper_is_refused_by_both_routes(tmp_path, wrapper):
+    path = copy_real("tf215", "bidirectional_gru" if wrapper == "Bidirectional" else "time_distributed_nested",
+                     tmp_path)
+
+    def edit(config):
+        for layer in config["config"]["layers"]:
+            if layer["class_name"] == wrapper and layer["config"]["layer"]["class_name"] in ("GRU", "LSTM"):
+                layer["config"]["layer"]["config"]["time_major"] = True
+
+    _edit_config(path, edit)
+    with pytest.raises(LegacyModelError, match=r"time_major=True.*\n.*route: export it once with Keras 2"):
+        convert_legacy_h5(path, tmp_path / "out.keras")
+    assert not (tmp_path / "out.keras").exists()
+    with pytest.raises(Exception, match="time_major=True"):
+        keras.models.load_model(path, custom_objects=legacy_custom_objects(), compile=False)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("name", ["nested_sequential", "nested_functional"])
+def test_a_nested_model_loads_through_load_model_with_legacy_custom_objects(tmp_path, name):
+    # issue 33: a Sequential inside a functional Keras 2 model raised Keras' "Invalid Functional model
+    # configuration" through this route (Keras 2 numbers a nested model's calls from 1).
+    path = copy_real("tf215", name, tmp_path)
+    model = keras.models.load_model(path, custom_objects=legacy_custom_objects(), compile=False)
+    answers_like_keras2(model, name)
+
+
 @pytest.mark.filterwarnings("ignore::UserWarning")
 def test_legacy_custom_objects_work_with_load_model(tmp_path):
     path = copy_real("tf215", "recurrent", tmp_path)

