@@ -47,6 +47,8 @@ from helpers.errors import (
     WouldOverwriteError,
 )
 from helpers.files import glob_safe_folder, path_text, refuse_existing
+from helpers.model_ops import (
+    LITERT_ROUTE, ONNX_ROUTE, UnsupportedOpsError, litert_ops_text, onnx_not_implemented, tflite_ops_needed)
 
 __all__ = [
     "FreezeError",
@@ -56,6 +58,7 @@ __all__ = [
     "RuntimeComparison",
     "RuntimeRow",
     "TensorNotFoundError",
+    "UnsupportedOpsError",
     "WouldOverwriteError",
     "compare_runtimes",
     "freeze_graph",
@@ -249,11 +252,39 @@ def _read_graph_def(text: str) -> tf.compat.v1.GraphDef:
         raise NotAModelFileError(text, "a SavedModel's saved_model.pb: load its folder with tf.saved_model.load")
     if not graph_def.node:
         raise NotAModelFileError(text, "a GraphDef without any node (truncated, or another kind of file)")
+    not_graph = _not_a_graph_def(graph_def)
+    if not_graph:
+        raise NotAModelFileError(text, not_graph)
     variables = sorted({node.op for node in graph_def.node if node.op in _VARIABLE_OPS})
     if variables:
         raise NotAModelFileError(text, f"a graph that still holds variables ({', '.join(variables)}), "
                                        "not a frozen one: freeze it first (helpers.deploy.freeze_graph)")
     return graph_def
+
+
+def _not_a_graph_def(graph_def: tf.compat.v1.GraphDef) -> str | None:
+    """Why a protobuf that parsed as a GraphDef is not one (another message read with GraphDef's field numbers).
+
+    Protobuf parses any message as any other: a MediaPipe graph config's ``node``
+    field has GraphDef's number, its ``calculator`` lands in ``op``. A GraphDef
+    names TensorFlow ops (or functions of its library) and has no unknown fields.
+    """
+    from google.protobuf.unknown_fields import UnknownFieldSet
+    from tensorflow.python.framework import op_def_registry
+
+    unknown = len(UnknownFieldSet(graph_def)) + sum(len(UnknownFieldSet(node)) for node in graph_def.node)
+    functions = {function.signature.name for function in graph_def.library.function}
+    missing = sorted({node.op or "(none)" for node in graph_def.node
+                      if node.op not in functions and (not node.op or op_def_registry.get(node.op) is None)})
+    if not missing and not unknown:
+        return None
+    named = f"ops TensorFlow does not have ({', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''})"
+    fields = f"{unknown} field(s) a GraphDef does not have" if unknown else ""
+    return ("a protobuf that is not a TensorFlow GraphDef: its nodes name " + named + (
+        f" and it holds {fields}" if unknown and missing else "") if missing else
+        f"a protobuf that is not a TensorFlow GraphDef: it holds {fields}") + (
+        " (another kind of .pb, e.g. a MediaPipe graph config; or a graph whose ops come from a "
+        "library not imported here, e.g. tensorflow_text)")
 
 
 def _is_saved_model_proto(data: bytes) -> bool:
@@ -388,7 +419,9 @@ def model_file_kind(path: str | os.PathLike) -> str:
     Raises ``NotAModelFileError`` for a missing file or one of another kind. A file
     tagged ``TFL3`` is LiteRT only if LiteRT's interpreter accepts it (its
     flatbuffer verifies and its tensors allocate): a truncated ``.tflite`` is
-    refused. A flipped bit inside weight bytes passes every such check (none of
+    refused. An intact ``.tflite`` that needs ops LiteRT's builtins lack (Select
+    TF ops, custom ops) raises ``UnsupportedOpsError`` naming them and what runs
+    them (``helpers.model_ops.tflite_ops_needed``). A flipped bit inside weight bytes passes every such check (none of
     these formats holds a checksum): keep a hash of the file to detect that.
 
     Example:
@@ -426,9 +459,20 @@ def _litert_interpreter(path: str, data: bytes) -> Any:
             interpreter = Interpreter(model_content=data)
             interpreter.allocate_tensors()
     except (ValueError, RuntimeError) as error:  # "not a valid Flatbuffer buffer", bad tensor indices
+        _refuse_litert_ops(path, data)
         raise NotAModelFileError(path, "a LiteRT file that LiteRT refuses (truncated or damaged): "
                                        f"{str(error).splitlines()[0]}") from None
     return interpreter
+
+
+def _refuse_litert_ops(path: str, data: bytes) -> None:
+    """Raise ``UnsupportedOpsError`` if ``data`` is an intact ``.tflite`` that needs Flex or custom ops."""
+    try:
+        ops = tflite_ops_needed(data)
+    except ValueError:  # the flatbuffer itself is damaged
+        return
+    if ops:
+        raise UnsupportedOpsError(path, litert_ops_text(ops), LITERT_ROUTE) from None
 
 
 def _looks_like_graph_def(data: bytes) -> bool:
@@ -437,7 +481,7 @@ def _looks_like_graph_def(data: bytes) -> bool:
         graph_def.ParseFromString(data)
     except DecodeError:
         return False
-    return bool(graph_def.node) and not _is_saved_model_proto(data)
+    return bool(graph_def.node) and not _is_saved_model_proto(data) and _not_a_graph_def(graph_def) is None
 
 
 def _folder_size(path: str) -> int:
@@ -495,7 +539,16 @@ def _runner(path: str, kind: str, batch: np.ndarray) -> Callable[[], np.ndarray]
 
     options = onnxruntime.SessionOptions()
     options.log_severity_level = 3
-    session = onnxruntime.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+    try:
+        session = onnxruntime.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+    except Exception as error:  # onnxruntime's own exception classes: NotImplemented, Fail, ...
+        import onnx
+
+        opsets = {entry.domain: entry.version for entry in onnx.load(path, load_external_data=False).opset_import}
+        needs = onnx_not_implemented(str(error), opsets)
+        if needs is None:
+            raise
+        raise UnsupportedOpsError(path, needs, ONNX_ROUTE) from None
     name = session.get_inputs()[0].name
     return lambda: session.run(None, {name: batch})[0]
 
@@ -564,7 +617,9 @@ def compare_runtimes(model: Any, inputs: Any, files: Sequence[str | os.PathLike]
     dict. Known kinds: a SavedModel folder (its ``serving_default``), a frozen
     GraphDef ``.pb`` (one placeholder in, one output), a LiteRT ``.tflite``, an
     ``.onnx`` file. Every file is checked before anything is timed: one of
-    another kind raises ``NotAModelFileError``. Latencies are medians of
+    another kind raises ``NotAModelFileError``; one whose ops this runtime lacks
+    (a ``.tflite`` with Flex or custom ops, an ONNX op onnxruntime has no kernel
+    for at the file's opset) raises ``UnsupportedOpsError`` with the route. Latencies are medians of
     ``repeat`` interleaved samples (``helpers.timing.compare_seconds``), divided
     by the Keras model's from the same run.
 
@@ -590,6 +645,8 @@ def compare_runtimes(model: Any, inputs: Any, files: Sequence[str | os.PathLike]
         except RuntimeError as error:  # LiteRT's invoke on a damaged file
             if kind != KINDS[2]:
                 raise
+            with open(path, "rb") as file:
+                _refuse_litert_ops(path, file.read())
             raise NotAModelFileError(path, "a LiteRT file that fails to run (damaged?): "
                                            f"{str(error).splitlines()[0]}") from None
         if got.shape != expected.shape:

@@ -1222,14 +1222,24 @@ def _graph_def(path: str, size: int) -> Identification:
 
 
 def _tflite(path: str, size: int) -> Identification:
+    from helpers.model_ops import UnsupportedOpsError, tflite_ops_needed
+
+    needs = ""
     try:
         from helpers.deploy import model_file_kind
         model_file_kind(path)  # builds LiteRT's interpreter: a truncated flatbuffer is refused
     except ImportError:  # no ai-edge-litert here: the four magic bytes are all we know
         pass
+    except UnsupportedOpsError as error:  # intact, but needs Flex (Select TF ops) or custom ops
+        needs = error.needs
     except NotAModelFileError as error:
         return _not_model(path, error.reason)
     info = Identification(path, "tflite", holds={"bytes": _bytes_text(size)})
+    if needs:
+        info.holds["ops beyond LiteRT's builtins"] = ", ".join(tflite_ops_needed(path))
+        info.traps.append(f"{needs}: neither tf.lite.Interpreter nor ai_edge_litert's Interpreter here "
+                          "has them (the code below fails at allocate_tensors); rewrite the model with "
+                          "builtin ops and convert again, or export another format (ONNX, a frozen graph)")
     info.traps.append("tf.lite.Interpreter is deprecated (it warns): the LiteRT interpreter is in the "
                       "ai-edge-litert package")
     info.how_to_load = _code(path, """
@@ -1406,6 +1416,11 @@ def _onnx(path: str, size: int) -> Identification:
                   "opsets": ", ".join(f"{k} {v}" for k, v in header["opsets"].items()),
                   "bytes": _bytes_text(size)}
     info.traps.append("TensorFlow does not load ONNX: run it with onnxruntime (pip install onnxruntime)")
+    opset = header["opsets"].get("ai.onnx", header["opsets"].get(""))
+    if opset is not None and opset < 7:
+        info.traps.append(f"opset {opset}: onnxruntime guarantees opset 7 and later only (older versions of "
+                          "ops such as Relu have no kernel: NOT_IMPLEMENTED); upgrade it with "
+                          "onnx.version_converter.convert_version(onnx.load(path), 13) and compare outputs")
     info.how_to_load = _code(path, """
         import onnxruntime  # pip install onnxruntime
         loaded = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])

@@ -213,7 +213,7 @@ def test_frozen_callable_accepts(answer, capsys):
 @pytest.mark.parametrize(
     "answer, hint",
     [
-        (hard_coded_output, r"it is not the tensor 'Identity(_1)?:0'; fetch the output_name"),
+        (hard_coded_output, r"it is not the tensor 'Identity(_\d)?:0'; fetch the output_name"),
         (returns_a_tensor, r"raised TypeError: does it return what the exercise asks"),
         (default_import_prefix, r"(?s)raised KeyError in default_import_prefix.*no op or tensor of that name"),
         (squeezed, r"keep the batch axis"),
@@ -857,3 +857,288 @@ def test_prompt_float16_litert_wrong(answer):
 @pytest.mark.parametrize("answer", cases(LITE_RIGHT, HOLES))
 def test_prompt_float16_litert_right(answer):
     passes(ex14.check_float16_litert, answer)
+
+
+# --------------------------------------------------------------------------- issue 33: the classes of holes
+# Written from the prompts: 14.1's hint for a returned path; 14.2 "of the tensor's dtype" with int64 and
+# float64 outputs; 14.3 "left as it was" on compile state, layer settings and the global dtype policy.
+# Every hint, its "Exercise 14.N: " prefix included, is at most 300 characters.
+
+from tests.attack_harness import accepted as _accepted  # noqa: E402
+from tests.attack_harness import rejected as _rejected  # noqa: E402
+
+
+def _short(hint: str) -> str:
+    assert hint.startswith("Exercise 14.") and len(hint) <= 300, (len(hint), hint)
+    return hint
+
+
+def q_freeze_returns_path(model, path):
+    freeze_for_serving(model, path)
+    return path
+
+
+def q_freeze_returns_file_name(model, path):
+    freeze_for_serving(model, path)
+    return os.path.basename(path)
+
+
+def q_freeze_returns_keras_output_name(model, path):
+    freeze_for_serving(model, path)
+    return model.layers[-1].name
+
+
+def q_freeze_returns_keras_output_name_with_index(model, path):
+    freeze_for_serving(model, path)
+    return model.layers[-1].name + ":0"
+
+
+def q_freeze_returns_model_name(model, path):
+    freeze_for_serving(model, path)
+    return model.name
+
+
+def q_freeze_returns_pathlib(model, path):
+    import pathlib
+    freeze_for_serving(model, path)
+    return pathlib.Path(path)
+
+
+def q_freeze_returns_none(model, path):
+    freeze_for_serving(model, path)
+
+
+def q_freeze_returns_last_node(model, path):
+    freeze_for_serving(model, path)
+    graph_def = V1.GraphDef()
+    graph_def.ParseFromString(open(path, "rb").read())
+    return graph_def.node[-1].name
+
+
+@pytest.mark.parametrize("answer", [q_freeze_returns_path, q_freeze_returns_file_name,
+                                    q_freeze_returns_keras_output_name,
+                                    q_freeze_returns_keras_output_name_with_index, q_freeze_returns_model_name,
+                                    q_freeze_returns_pathlib, q_freeze_returns_none, q_freeze_returns_last_node],
+                         ids=lambda answer: answer.__name__)
+def test_freeze_for_serving_rejects_with_a_short_hint(answer):
+    hint = _short(_rejected(ex14.check_freeze_for_serving, answer))
+    if answer in (q_freeze_returns_path, q_freeze_returns_file_name):
+        assert "you returned the file's path" in hint and "op name" not in hint
+
+
+def q_freeze_concrete_before_freezing(model, path):
+    concrete = _inference(model)
+    frozen = convert_variables_to_constants_v2(concrete)
+    with open(path, "wb") as file:
+        file.write(frozen.graph.as_graph_def().SerializeToString())
+    return concrete.outputs[0].name  # the same name survives freezing
+
+
+@pytest.mark.parametrize("answer", [freeze_for_serving, q_freeze_concrete_before_freezing],
+                         ids=lambda answer: answer.__name__)
+def test_freeze_for_serving_accepts_these_too(answer):
+    _accepted(ex14.check_freeze_for_serving, answer)
+
+
+def _pruned_output(path, input_name, output_name):
+    graph_def = V1.GraphDef()
+    graph_def.ParseFromString(open(path, "rb").read())
+    wrapped = V1.wrap_function(lambda: V1.import_graph_def(graph_def, name=""), [])
+    return wrapped.prune(input_name, output_name)
+
+
+def q_call_astype_float32(path, input_name, output_name):
+    run = _pruned_output(path, input_name, output_name)
+    return lambda batch: run(tf.constant(batch)).numpy().astype("float32")
+
+
+def q_call_tf_cast_float32(path, input_name, output_name):
+    run = _pruned_output(path, input_name, output_name)
+    return lambda batch: tf.cast(run(tf.constant(batch)), tf.float32).numpy()
+
+
+def q_call_batch_dtype(path, input_name, output_name):
+    run = _pruned_output(path, input_name, output_name)
+    return lambda batch: np.asarray(run(tf.constant(batch)), dtype=batch.dtype)
+
+
+def q_call_python_float(path, input_name, output_name):
+    run = _pruned_output(path, input_name, output_name)
+    return lambda batch: np.array(run(tf.constant(batch)), dtype=float)
+
+
+def q_call_tolist(path, input_name, output_name):
+    run = _pruned_output(path, input_name, output_name)
+    return lambda batch: run(tf.constant(batch)).numpy().tolist()
+
+
+def q_call_keras_cast(path, input_name, output_name):
+    run = _pruned_output(path, input_name, output_name)
+    return lambda batch: keras.ops.convert_to_numpy(keras.ops.cast(run(tf.constant(batch)), "float32"))
+
+
+def q_call_cast_in_the_graph(path, input_name, output_name):
+    graph_def = V1.GraphDef()
+    graph_def.ParseFromString(open(path, "rb").read())
+
+    def body():
+        V1.import_graph_def(graph_def, name="")
+        return tf.cast(V1.get_default_graph().get_tensor_by_name(output_name), tf.float32)
+
+    wrapped = V1.wrap_function(body, [])
+    run = wrapped.prune(input_name, wrapped.outputs[0])
+    return lambda batch: run(tf.constant(batch)).numpy()
+
+
+def q_call_float16(path, input_name, output_name):
+    run = _pruned_output(path, input_name, output_name)
+    return lambda batch: run(tf.constant(batch)).numpy().astype(np.float16)
+
+
+def q_call_int32(path, input_name, output_name):
+    run = _pruned_output(path, input_name, output_name)
+    return lambda batch: run(tf.constant(batch)).numpy().astype(np.int32)
+
+
+@pytest.mark.parametrize("answer", [q_call_astype_float32, q_call_tf_cast_float32, q_call_batch_dtype,
+                                    q_call_python_float, q_call_tolist, q_call_keras_cast,
+                                    q_call_cast_in_the_graph, q_call_float16, q_call_int32],
+                         ids=lambda answer: answer.__name__)
+def test_frozen_callable_rejects_a_cast_with_a_short_hint(answer):
+    _short(_rejected(ex14.check_frozen_callable, answer))
+
+
+def q_call_as_is(path, input_name, output_name):
+    run = _pruned_output(path, input_name, output_name)
+    return lambda batch: np.asarray(run(tf.convert_to_tensor(batch)))
+
+
+def q_call_keras_numpy(path, input_name, output_name):
+    run = _pruned_output(path, input_name, output_name)
+    return lambda batch: keras.ops.convert_to_numpy(run(tf.constant(batch, tf.float32)))
+
+
+def q_call_numpy_dtype_of_the_tensor(path, input_name, output_name):
+    run = _pruned_output(path, input_name, output_name)
+
+    def call(batch):
+        tensor = run(tf.constant(batch))
+        return np.array(tensor, dtype=tensor.dtype.as_numpy_dtype)
+
+    return call
+
+
+@pytest.mark.parametrize("answer", [q_call_as_is, q_call_keras_numpy, q_call_numpy_dtype_of_the_tensor],
+                         ids=lambda answer: answer.__name__)
+def test_frozen_callable_accepts_every_dtype_keeping_answer(answer):
+    _accepted(ex14.check_frozen_callable, answer)
+
+
+def _converted(model):
+    converter = tf.lite.TFLiteConverter.from_keras_model(model)
+    converter.optimizations = [tf.lite.Optimize.DEFAULT]
+    converter.target_spec.supported_types = [tf.float16]
+    with deploy.quietly():
+        return converter.convert()
+
+
+def q_lite_recompiles(model):
+    model.compile(optimizer="adam", loss="mse")
+    return _converted(model)
+
+
+def q_lite_compiles_with_sgd(model):
+    model.compile(optimizer="sgd", loss="mae")
+    return _converted(model)
+
+
+def q_lite_drops_the_optimizer(model):
+    model.optimizer = None
+    return _converted(model)
+
+
+def q_lite_resets_the_optimizer(model):
+    if model.optimizer is not None and model.optimizer.built:
+        model.optimizer.iterations.assign(0)
+    elif model.optimizer is not None:
+        model.optimizer.build(model.trainable_variables)
+    return _converted(model)
+
+
+def q_lite_dropout_off(model):
+    for layer in model.layers:
+        if isinstance(layer, keras.layers.Dropout):
+            layer.rate = 0.0
+    return _converted(model)
+
+
+def q_lite_batchnorm_epsilon(model):
+    for layer in model.layers:
+        if isinstance(layer, keras.layers.BatchNormalization):
+            layer.momentum = 0.0
+    return _converted(model)
+
+
+def q_lite_linear_activation(model):
+    for layer in model.layers:
+        if isinstance(layer, keras.layers.Dense):
+            layer.activation = keras.activations.linear
+    return _converted(model)
+
+
+def q_lite_global_float16_policy(model):
+    keras.config.set_dtype_policy("mixed_float16")
+    return _converted(model)
+
+
+def q_lite_cast_and_back(model):
+    for variable in model.weights:
+        variable.assign(variable.numpy().astype(np.float16).astype(np.float32))
+    return _converted(model)
+
+
+@pytest.mark.parametrize("answer", [q_lite_recompiles, q_lite_compiles_with_sgd, q_lite_drops_the_optimizer,
+                                    q_lite_resets_the_optimizer, q_lite_dropout_off, q_lite_batchnorm_epsilon,
+                                    q_lite_linear_activation, q_lite_global_float16_policy,
+                                    q_lite_cast_and_back],
+                         ids=lambda answer: answer.__name__)
+def test_float16_litert_rejects_a_changed_model_with_a_short_hint(answer):
+    policy = keras.config.dtype_policy().name
+    try:
+        _short(_rejected(ex14.check_float16_litert, answer))
+    finally:
+        keras.config.set_dtype_policy(policy)
+
+
+def q_lite_dropout_off_and_restored(model):
+    rates = {layer.name: layer.rate for layer in model.layers if isinstance(layer, keras.layers.Dropout)}
+    for layer in model.layers:
+        if layer.name in rates:
+            layer.rate = 0.0
+    try:
+        return _converted(model)
+    finally:
+        for layer in model.layers:
+            if layer.name in rates:
+                layer.rate = rates[layer.name]
+
+
+def q_lite_untrainable_and_restored(model):
+    model.trainable = False
+    try:
+        return _converted(model)
+    finally:
+        model.trainable = True
+
+
+def q_lite_from_a_clone_with_the_weights(model):
+    clone = keras.models.clone_model(model)
+    clone.set_weights(model.get_weights())
+    return _converted(clone)
+
+
+@pytest.mark.parametrize("answer", [q_lite_dropout_off_and_restored, q_lite_untrainable_and_restored,
+                                    q_lite_from_a_clone_with_the_weights],
+                         ids=lambda answer: answer.__name__)
+def test_float16_litert_accepts_a_model_left_as_it_was(answer):
+    _accepted(ex14.check_float16_litert, answer)

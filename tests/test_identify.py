@@ -36,6 +36,7 @@ STORED_KIND = {
     "keras-zip/keras2.13": "keras2-archive",
     "keras-zip/keras2.14": "keras2-archive",
     "tflite": "tflite",
+    "onnx": "onnx",
     "weights-h5/keras2": "weights-h5",
     "savedmodel/hub-reusable": "savedmodel-hub",
     "savedmodel/keras2": "savedmodel-keras2",

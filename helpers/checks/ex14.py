@@ -155,7 +155,13 @@ def check_freeze_for_serving(freeze_for_serving: Callable[[keras.Model, str], st
             dims = [dim.size for dim in placeholder.attr["shape"].shape.dim]
             require(bool(dims) and dims[0] == -1, f"the input's shape is fixed at {dims}: a frozen graph "
                                                   "keeps its traced shape; trace with batch size None")
-            require(":" in name, f"{name!r} is an op name; return a tensor name (op name, ':', output index)")
+            require(name not in (path, os.path.basename(path)) and not name.endswith(".pb"),
+                    "you returned the file's path: return the name of the output tensor in the file, "
+                    "such as 'Identity:0' (the frozen function's .outputs hold it)")
+            require(":" in name or name not in nodes,
+                    f"{name!r} is an op name; return a tensor name (op name, ':', output index)")
+            require(":" in name, f"{name!r} is no tensor of the frozen graph (a Keras name?): return a "
+                                 "tensor name such as 'Identity:0' from the frozen function's .outputs")
             require(name.split(":")[0] in nodes, f"{name!r} is not in the frozen graph; the frozen "
                                                  "function's .outputs hold the names")
             require(name.split(":")[0] != placeholder.name, f"{name!r} is the input; return the output's name")
@@ -178,17 +184,21 @@ def check_freeze_for_serving(freeze_for_serving: Callable[[keras.Model, str], st
 def check_frozen_callable(frozen_callable: Callable[[str, str, str], Callable[[np.ndarray], np.ndarray]]) -> str:
     # Two placeholders in each graph: the output asked for reads the second in the first graph and
     # the first in the second, so feeding anything but input_name shows.
-    cases = [(("temperatures", "humidity"), "aux", 4, 1), (("pixels_flat", "mask"), "score", 6, 0)]
+    # The outputs asked for in the last two graphs are int64 and float64: "of the tensor's dtype".
+    cases = [(("temperatures", "humidity"), "aux", 4, 1), (("pixels_flat", "mask"), "score", 6, 0),
+             (("levels", "gain"), "label", 5, 0), (("counts", "offsets"), "score64", 3, 1)]
     for seed, ((first, second), wanted, n_in, aux_reads) in enumerate(cases, start=1):
         model = _model(n_in, 3, seed, first)
         aux = keras.layers.Dense(2, bias_initializer="ones", name="aux_head")
         aux.build((None, n_in))
         specs = [tf.TensorSpec([None, n_in], tf.float32, name=name) for name in (first, second)]
-        function = tf.function(lambda *xs: {"score": model(xs[0], training=False), "aux": aux(xs[aux_reads])},
-                               input_signature=specs)
+        function = tf.function(lambda *xs: {
+            "score": model(xs[0], training=False), "aux": aux(xs[aux_reads]),
+            "label": tf.argmax(model(xs[0], training=False), axis=-1),
+            "score64": tf.cast(model(xs[0], training=False), tf.float64)}, input_signature=specs)
         with tempfile.TemporaryDirectory() as scratch:
             frozen = freeze_graph(function, os.path.join(scratch, "given [v2].pb"))
-            outputs = dict(zip(sorted(["score", "aux"]), frozen.outputs))  # outputs follow sorted keys
+            outputs = dict(zip(["aux", "label", "score", "score64"], frozen.outputs))  # sorted keys
             input_name = frozen.inputs[aux_reads if wanted == "aux" else 0]
             before = open(frozen.path, "rb").read()
             with _sessions_counted() as sessions, _chapter_causes():
@@ -196,7 +206,9 @@ def check_frozen_callable(frozen_callable: Callable[[str, str, str], Callable[[n
                 require(callable(run), f"frozen_callable returned {type(run).__name__}; return a function")
                 for call, rows in enumerate((5, 1, 5)):
                     batch = _batch(rows, n_in, seed + 10 * call)
-                    want = np.asarray(model(batch, training=False) if wanted == "score" else aux(batch))
+                    scores = np.asarray(model(batch, training=False))
+                    want = {"score": scores, "aux": np.asarray(aux(batch)), "label": np.argmax(scores, -1),
+                            "score64": scores.astype("float64")}[wanted]
                     got = run(batch)
                     require(not sessions, "your code makes a tf.compat.v1.Session: the exercise asks for "
                                           "TF2 (wrap_function + import_graph_def, then prune)")
@@ -210,14 +222,16 @@ def check_frozen_callable(frozen_callable: Callable[[str, str, str], Callable[[n
                             "call before)")
                     require(got.shape == want.shape, f"the answer has shape {got.shape}: it is not the tensor "
                                                      f"{outputs[wanted]!r}; fetch the output_name you are given")
-                    require(got.dtype == want.dtype, f"the answer is {got.dtype}, the tensor's value is "
-                                                     f"{want.dtype}: return it as it is, without a cast")
+                    require(got.dtype == want.dtype, f"the answer is {got.dtype}, the tensor "
+                                                     f"{outputs[wanted]!r} is {want.dtype}: return its value "
+                                                     "as it is (.numpy()), without a cast")
                     require(np.allclose(got, want, atol=1e-5),
                             f"the answer is not the tensor {outputs[wanted]!r} for this batch: feed "
                             "input_name and fetch the output_name you are given, at each call")
             require(open(frozen.path, "rb").read() == before, "the .pb file was changed: only read it")
     return ("the callables feed the named input and fetch the named output of each two-input frozen "
-            "graph, without a Session, as float32 NumPy arrays for any batch size")
+            "graph, without a Session, as NumPy arrays of the tensor's dtype (float32, float64, int64) "
+            "for any batch size")
 
 
 # --------------------------------------------------------------------------- 14.3
@@ -240,12 +254,29 @@ def _litert_answer(content: bytes, batch: np.ndarray) -> tuple[np.ndarray, set[s
     return interpreter.get_tensor(interpreter.get_output_details()[0]["index"]), dtypes, detail["dtype"]
 
 
+def _compile_state(model: keras.Model) -> tuple[Any, ...]:
+    """Whether and how ``model`` is compiled: the optimizer object, its settings and variables, the loss."""
+    optimizer = getattr(model, "optimizer", None)
+    if not model.compiled or optimizer is None:
+        return (model.compiled, id(optimizer))
+    return (True, id(optimizer), repr(model.get_compile_config()),
+            [(v.path, v.numpy().tobytes()) for v in optimizer.variables])
+
+
+def _layer_settings(model: keras.Model) -> list[tuple[str, str]]:
+    return [(layer.name, repr(layer.get_config())) for layer in model.layers]
+
+
 @exercise_check("14.3")
 def check_float16_litert(float16_litert: Callable[[keras.Model], bytes]) -> str:
+    policy = keras.config.dtype_policy().name
     for seed, (n_in, input_name) in enumerate([(6, "signal"), (4, "row")], start=1):
         model = _model(n_in, 3, seed, input_name, width=256)  # big enough for int8 weights (1024+)
+        if seed == 1:  # one compiled model, one not: converting must leave either as it was
+            model.compile(optimizer=keras.optimizers.Adam(1e-3), loss="mse", metrics=["mae"])
         weights = [w.numpy().copy() for w in model.weights]
         flags = [model.trainable] + [layer.trainable for layer in model.layers]
+        compiled, settings = _compile_state(model), _layer_settings(model)
         with quietly(), _chapter_causes():
             content = float16_litert(model)
         require(isinstance(content, (bytes, bytearray)), f"float16_litert returned {type(content).__name__}; "
@@ -265,10 +296,20 @@ def check_float16_litert(float16_litert: Callable[[keras.Model], bytes]) -> str:
         require(bool(np.all(np.isfinite(got))) and np.allclose(got, want, atol=2e-2, rtol=1e-2),
                 "the file's answers differ from model(x, training=False) by more than float16 rounding: "
                 "convert this model (from_keras_model, or a SavedModel) and compare outputs")
-        require(all(np.array_equal(a, w.numpy()) for a, w in zip(weights, model.weights)),
+        require(all(a.dtype == w.numpy().dtype and np.array_equal(a, w.numpy())
+                    for a, w in zip(weights, model.weights)),
                 "the model's weights changed: converting must leave the model as it was")
         require(flags == [model.trainable] + [layer.trainable for layer in model.layers],
                 "the model's trainable flags changed (model.trainable = False?): converting needs no "
                 "change to the model; leave it as it was")
+        require(keras.config.dtype_policy().name == policy,
+                f"the global dtype policy is now {keras.config.dtype_policy().name!r}, was {policy!r}: "
+                "float16 quantization is the converter's setting; leave Keras' policy as it was")
+        require(_compile_state(model) == compiled,
+                "the model's compile state changed (compile(), its optimizer or loss): converting needs "
+                "no compile; leave the model as it was")
+        changed = [name for (name, before), (_, after) in zip(settings, _layer_settings(model)) if before != after]
+        require(not changed, f"the settings of layer(s) {', '.join(changed)} changed (a Dropout rate?): "
+                             "converting with training=False needs no change; leave the model as it was")
     return ("each answer is a LiteRT flatbuffer with float16 weights and float32 input whose outputs match "
             "the model's within 2e-2")
