@@ -480,7 +480,19 @@ import re  # noqa: E402
 import shutil  # noqa: E402
 import tempfile  # noqa: E402
 
-from tests.attack_support import cases, passes, rejects  # noqa: E402
+from tests.attack_harness import hint_problems  # noqa: E402
+from tests.attack_support import cases, passes  # noqa: E402
+from tests.attack_support import rejects as _rejects  # noqa: E402
+
+
+def rejects(check, answer, *, may_raise: bool = False) -> str:
+    """``attack_support.rejects``, with the hint held to the course's rules: at most 300 characters with
+    its "Exercise NN.N: " prefix, no colour codes or temporary paths."""
+    message = _rejects(check, answer, may_raise=may_raise)
+    assert len(message) <= 300, f"{len(message)} characters with the prefix: {message}"
+    assert not hint_problems(message), hint_problems(message)
+    return message
+
 
 # Today's check gets these wrong (xfail strict: remove an entry when the check is fixed).
 HOLES: dict[str, str] = {}
