@@ -16,23 +16,13 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from helpers.checks import exercise_check, require
+from helpers.checks import exercise_check, quote, require
 from helpers.keras_files import NotAKerasFileError, describe_keras_file, missing_from_file
 
 __all__ = ["check_clip", "check_load_body", "check_make_checkpoint_callback", "check_normalizer"]
 
 _X = np.linspace(-1.0, 1.0, 48, dtype=np.float32).reshape(16, 3)
 _Y = np.stack([_X.sum(axis=1), _X[:, 0] - _X[:, 2]], axis=1)
-
-
-def _quote(error: BaseException, limit: int) -> str:
-    """The first line of an error's message, at most ``limit`` characters, cut at a word boundary."""
-    text = str(error).strip() or type(error).__name__
-    line = next((part.strip() for part in text.splitlines() if part.strip()), type(error).__name__)
-    if len(line) <= limit:
-        return line
-    cut = line[: limit - 1]
-    return (cut[: cut.rfind(" ")] if " " in cut else cut).rstrip(" ,;:") + "…"
 
 
 def _numbers(name: str) -> list[int]:
@@ -233,7 +223,7 @@ def check_load_body(load_body: Callable[[keras.Model, str], list[str]]) -> str:
                     warnings.simplefilter("ignore")  # skip_mismatch warns, with every value; the check reports instead
                     result = load_body(target, path)
             except ValueError as error:
-                require(False, f"for {label}, your function raised: {_quote(error, 100)}. Load with "
+                require(False, f"for {label}, your function raised: {quote(error, 100)}. Load with "
                                "load_weights(..., skip_mismatch=True) so that changed shapes are skipped.")
             require(isinstance(result, (list, tuple, set)),
                     f"load_body should return a list of variable paths; got {type(result).__name__}")
@@ -298,7 +288,7 @@ def check_clip(clip_class: type) -> str:
             require(False, "saving failed: Keras cannot record a NumPy array by itself. Write get_config() "
                            "returning the base config plus 'bounds' (self.bounds.tolist()).")
         except (TypeError, ValueError) as error:
-            require(False, f"saving failed: {_quote(error, 100)}. get_config must return a dict of plain "
+            require(False, f"saving failed: {quote(error, 100)}. get_config must return a dict of plain "
                            "data: turn the array into a list with .tolist().")
         registered = keras.saving.get_registered_name(clip_class)
         require(
@@ -309,7 +299,7 @@ def check_clip(clip_class: type) -> str:
         try:
             loaded = keras.saving.load_model(path)
         except (TypeError, ValueError) as error:
-            require(False, f"load_model failed: {_quote(error, 90)} get_config must return plain data "
+            require(False, f"load_model failed: {quote(error, 90)} get_config must return plain data "
                            "(lists, numbers, strings) under the constructor's argument names: the base config "
                            "plus 'bounds' as a list.")
     layer = loaded.layers[1]

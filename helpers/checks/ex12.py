@@ -15,7 +15,7 @@ from collections.abc import Callable
 import keras
 import numpy as np
 
-from helpers.checks import exercise_check, require
+from helpers.checks import Hint, exercise_check, quote, require
 
 __all__ = ["check_best_checkpoint", "check_peak_hooks", "check_load_with_optimizer"]
 
@@ -55,21 +55,35 @@ def check_best_checkpoint(make_best_checkpoint: Callable[[str], keras.callbacks.
         folder = os.path.join(root, "run [2]")
         os.makedirs(folder)
         callback = make_best_checkpoint(folder)
-        require(isinstance(callback, keras.callbacks.ModelCheckpoint),
-                f"return a keras.callbacks.ModelCheckpoint, got {type(callback).__name__}")
+        require(isinstance(callback, keras.callbacks.ModelCheckpoint), Hint(
+            f"you returned a {type(callback).__name__}: the callback that writes a file during fit is shown in "
+            "section 8.1, 'ModelCheckpoint'",
+            f"return a keras.callbacks.ModelCheckpoint, not a {type(callback).__name__}", kind="class"))
         expected = os.path.join(folder, "best.weights.h5")
-        require(os.path.normpath(str(callback.filepath)) == os.path.normpath(expected),
-                "the file should be best.weights.h5 inside `folder`: os.path.join(folder, 'best.weights.h5')")
-        require(callback.save_weights_only, "the file should hold only the weights: pass save_weights_only=True")
-        require(callback.save_best_only, "keep only the best epoch: pass save_best_only=True")
-        require(callback.monitor == "val_auc", f"the callback watches {callback.monitor!r}: pass monitor='val_auc'")
-        require(callback.mode != "min", "mode='min' keeps the lowest AUC: higher is better, so pass mode='max' "
-                                        "(or 'auto', which asks the compiled AUC)")
-        require(callback.best is None or callback.best == -np.inf,
-                f"the callback starts from {callback.best!r}, so an epoch below it is never kept: leave "
-                "initial_value_threshold out (the first epoch is the best so far)")
-        require(callback.save_freq == "epoch", f"save_freq is {callback.save_freq!r}: compare at the end of every "
-                                               "epoch (save_freq='epoch', the default)")
+        require(os.path.normpath(str(callback.filepath)) == os.path.normpath(expected), Hint(
+            "the file is not best.weights.h5 inside the folder you were given: one fixed name, no epoch in it "
+            "(section 8.1, 'ModelCheckpoint')",
+            "pass os.path.join(folder, 'best.weights.h5') as the filepath"))
+        require(callback.save_weights_only, Hint(
+            "the file holds the whole model: the exercise asks for the weights only (section 8.1, "
+            "'ModelCheckpoint', lists the setting)", "pass save_weights_only=True"))
+        require(callback.save_best_only, Hint(
+            "the file is rewritten after every epoch: keep it only when the watched quantity improves "
+            "(section 8.1, 'ModelCheckpoint')", "pass save_best_only=True"))
+        require(callback.monitor == "val_auc", Hint(
+            f"the callback watches {callback.monitor!r}, not the validation AUC logged as 'val_auc' "
+            "(section 8.1, 'ModelCheckpoint': monitor)", "pass monitor='val_auc'", kind="monitor"))
+        require(callback.mode != "min", Hint(
+            "in mode 'min' the lowest AUC is kept, and a higher AUC is better (section 8.1, 'ModelCheckpoint': "
+            "mode)", "pass mode='max' (or leave mode='auto', which asks the compiled AUC)"))
+        require(callback.best is None or callback.best == -np.inf, Hint(
+            f"the callback starts from {callback.best!r}, so an epoch below it is never kept; the first epoch "
+            "is the best so far (section 8.1, 'ModelCheckpoint')", "leave initial_value_threshold out",
+            kind="threshold"))
+        require(callback.save_freq == "epoch", Hint(
+            f"save_freq is {callback.save_freq!r}: it counts batches, and the exercise compares at the end of "
+            "every epoch (section 8.1, 'ModelCheckpoint')", "leave save_freq='epoch' (the default)",
+            kind="save_freq"))
         for run, aucs in enumerate(_AUC_RUNS):
             _check_run(make_best_checkpoint if run else (lambda _: callback), folder, aucs)
     return "weights only, best.weights.h5 in the folder, rewritten only when val_auc rises (compared every epoch)"
@@ -123,18 +137,9 @@ def _load(load: Callable[[], object], label: str) -> object:
         found = _NOT_LOADED.search(str(error))
         if not found:
             raise
-        reason = _quote(found.group(1), 70)
+        reason = quote(found.group(1), 70)
         require(False, f"{label} stopped in your load_own_variables (Keras hides the line): {reason}. Fix that "
                        "method: it reads back what save_own_variables wrote, e.g. store['peak']")
-
-
-def _quote(text: str, limit: int) -> str:
-    """The first line of ``text``, at most ``limit`` characters, cut at a word boundary."""
-    line = next((part.strip() for part in text.splitlines() if part.strip()), "")
-    if len(line) <= limit:
-        return line
-    cut = line[: limit - 1]
-    return (cut[: cut.rfind(" ")] if " " in cut else cut).rstrip(" ,;:") + "…"
 
 
 @exercise_check("12.2")
