@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import pathlib
+import re
+import warnings
 
 import keras
 import numpy as np
@@ -50,7 +52,7 @@ def test_checkpoint_callback_accepts(capsys):
         (lambda f: keras.callbacks.ModelCheckpoint(os.path.join(f, "model-{epoch}.weights.h5")),
          "legacy whole-model HDF5.*save_weights_only=True"),
         (lambda f: keras.callbacks.ModelCheckpoint(os.path.join(f, "model-{epoch}"), save_weights_only=True),
-         r"your code raised ValueError(.|\n)*must end in `\.weights\.h5`"),
+         r"refused the file name: with save_weights_only=True it must end in \.weights\.h5"),
         (lambda f: keras.callbacks.ModelCheckpoint("model-{epoch}.weights.h5", save_weights_only=True),
          "nothing was written in the folder"),
         (lambda f: keras.callbacks.ModelCheckpoint(f + "-{epoch}.weights.h5", save_weights_only=True),
@@ -190,7 +192,7 @@ def load_body_compare_values(model, weights_path):
 
 
 def load_body_as_set(model, weights_path):
-    missing = set(missing_from_file(model, weights_path))
+    missing = set(missing_from_file(model, weights_path, include_optimizer=False))
     model.load_weights(weights_path, skip_mismatch=True)
     return missing
 
@@ -228,7 +230,7 @@ def load_body_by_shape(model, weights_path):
 
 
 def test_load_body_accepts(capsys):
-    for answer in (load_body_reference, load_body_as_set):
+    for answer in (load_body_reference, load_body_as_set):  # optimizer slots are not the model's weights
         ex08.check_load_body(answer)
         assert "✔ Exercise 08.3 passed" in capsys.readouterr().out
 
@@ -336,7 +338,16 @@ def test_clip_not_done():
 
 import tempfile  # noqa: E402
 
-from tests.attack_harness import accepted, marked, rejected  # noqa: E402
+from tests.attack_harness import accepted, marked  # noqa: E402
+from tests.attack_harness import rejected as _rejected  # noqa: E402
+
+
+def rejected(check, answer) -> str:
+    """``attack_harness.rejected``, and the hint at most 300 characters with its "Exercise NN.N: " prefix."""
+    message = _rejected(check, answer)
+    assert len(message) <= 300, f"{len(message)} characters with the prefix: {message}"
+    return message
+
 
 # What today's check gets wrong (strict xfails: remove an entry when its check is fixed).
 KNOWN_08 = {}
@@ -703,7 +714,7 @@ def body_right_marker(model, weights_path):
 
 
 def body_right_reversed_order(model, weights_path):
-    missing = list(reversed(missing_from_file(model, pathlib.Path(weights_path))))
+    missing = list(reversed(missing_from_file(model, pathlib.Path(weights_path), include_optimizer=False)))
     model.load_weights(pathlib.Path(weights_path), skip_mismatch=True)
     return missing
 
@@ -879,3 +890,212 @@ def test_attack_clip_rejects(make, clean_registry, in_tmp):
                          ids=lambda f: f.__name__)
 def test_attack_clip_accepts(make, clean_registry, in_tmp):
     accepted(ex08.check_clip, make())
+
+
+# =========================================================================== round three (issue 33, 34)
+# Written from the prompts alone. 08.1: names ModelCheckpoint refuses (its message must not reach the
+# hint cut mid-word); 08.3: optimizer slots counted as the model's weights, "zero, load, see what
+# stays zero"; 08.4: a get_config that keeps too little.
+
+
+def _cb(name, **settings):
+    def answer(folder):
+        return keras.callbacks.ModelCheckpoint(os.path.join(folder, name), **settings)
+
+    answer.__name__ = "cb3_" + re.sub(r"\W+", "_", f"{name}_{'_'.join(settings)}").strip("_")
+    return answer
+
+
+CB3_WRONG = [
+    _cb("epoch-{epoch}.h5", save_weights_only=True),
+    _cb("epoch-{epoch}.keras", save_weights_only=True),
+    _cb("epoch-{epoch}", save_weights_only=True),
+    _cb("epoch-{epoch}.ckpt", save_weights_only=True),
+    _cb("epoch-{epoch}"),
+    _cb("epoch-{epoch}.weights.h5", save_weights_only=True, save_freq="epochs"),
+    _cb("epoch-{epoch}.weights.h5", save_weights_only=True, save_freq=1),
+    _cb("weights.h5", save_weights_only=False),
+]
+
+
+@pytest.mark.parametrize("answer", CB3_WRONG, ids=lambda f: f.__name__)
+def test_round3_checkpoint_callback_rejects(answer, in_tmp):
+    hint = rejected(ex08.check_make_checkpoint_callback, answer)
+    assert "…" not in hint and "When using" not in hint, hint  # no raw message, nothing cut
+
+
+@pytest.mark.parametrize("answer", [_cb("{epoch}.weights.h5", save_weights_only=True),
+                                    _cb("w-{epoch:02d}-{loss:.3f}.weights.h5", save_weights_only=True,
+                                        save_freq="epoch"),
+                                    _cb("e{epoch}.weights.h5", save_weights_only=True, verbose=0)],
+                         ids=lambda f: f.__name__)
+def test_round3_checkpoint_callback_accepts(answer, in_tmp):
+    accepted(ex08.check_make_checkpoint_callback, answer)
+
+
+def body3_missing_with_slots(model, weights_path):
+    """missing_from_file's default counts the optimizer's slots among what was not loaded."""
+    skipped = missing_from_file(model, weights_path)
+    model.load_weights(weights_path, skip_mismatch=True)
+    return skipped
+
+
+def body3_all_variables_by_shape(model, weights_path):
+    """Every variable Keras tracks (optimizer's too), judged by a shape the file holds."""
+    saved = {tuple(w.shape) for w in describe_keras_file(weights_path).weights}
+    model.load_weights(weights_path, skip_mismatch=True)
+    return [v.path for v in [*model.weights, *model.optimizer.variables] if tuple(v.shape) not in saved]
+
+
+def body3_zero_then_load(model, weights_path):
+    """Zero the model, load, report what is still zero (a zero the file holds is read as 'not loaded')."""
+    before = [v.numpy().copy() for v in model.weights]
+    for v in model.weights:
+        v.assign(np.zeros(v.shape, v.dtype))
+    model.load_weights(weights_path, skip_mismatch=True)
+    missing = []
+    for v, old in zip(model.weights, before):
+        if not np.any(v.numpy()):
+            missing.append(v.path)
+            v.assign(old)
+    return missing
+
+
+def body3_ones_then_load(model, weights_path):
+    """The same with ones as the mark: a moving variance or gamma of ones in the file is misread."""
+    before = [v.numpy().copy() for v in model.weights]
+    for v in model.weights:
+        v.assign(np.ones(v.shape, v.dtype))
+    model.load_weights(weights_path, skip_mismatch=True)
+    missing = []
+    for v, old in zip(model.weights, before):
+        if np.all(v.numpy() == 1):
+            missing.append(v.path)
+            v.assign(old)
+    return missing
+
+
+def body3_zero_without_restoring(model, weights_path):
+    for v in model.weights:
+        v.assign(np.zeros(v.shape, v.dtype))
+    model.load_weights(weights_path, skip_mismatch=True)
+    return [v.path for v in model.weights if not np.any(v.numpy())]
+
+
+def body3_zero_kernels_only(model, weights_path):
+    """Marks only kernels; a skipped layer's bias and moving statistics go unreported."""
+    kernels = [v for v in model.weights if v.path.endswith("kernel")]
+    before = [v.numpy().copy() for v in kernels]
+    for v in kernels:
+        v.assign(np.zeros(v.shape, v.dtype))
+    model.load_weights(weights_path, skip_mismatch=True)
+    missing = []
+    for v, old in zip(kernels, before):
+        if not np.any(v.numpy()):
+            missing.append(v.path)
+            v.assign(old)
+    return missing
+
+
+def body3_slot_names(model, weights_path):
+    """Reports the skipped layers' optimizer slots instead of their weights."""
+    skipped = missing_from_file(model, weights_path)
+    model.load_weights(weights_path, skip_mismatch=True)
+    return [path for path in skipped if path.startswith(model.optimizer.name)] or skipped
+
+
+def body3_model_variables_plus_optimizer(model, weights_path):
+    """Compares values before and after over model.variables and the optimizer's."""
+    variables = [*model.weights, *model.optimizer.variables]
+    before = [v.numpy().copy() for v in variables]
+    model.load_weights(weights_path, skip_mismatch=True)
+    return [v.path for v, old in zip(variables, before) if np.array_equal(v.numpy(), old)]
+
+
+BODY3_WRONG = [body3_missing_with_slots, body3_all_variables_by_shape, body3_zero_then_load, body3_ones_then_load,
+               body3_zero_without_restoring, body3_zero_kernels_only, body3_slot_names,
+               body3_model_variables_plus_optimizer]
+
+
+@pytest.mark.parametrize("answer", BODY3_WRONG, ids=lambda f: f.__name__)
+def test_round3_load_body_rejects(answer, in_tmp):
+    rejected(ex08.check_load_body, answer)
+
+
+def body3_right_layer_shapes(model, weights_path):
+    """By layer: a layer whose weights all keep their shapes in the file is loaded, else all reported."""
+    missing = missing_from_file(model, weights_path, include_optimizer=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model.load_weights(weights_path, skip_mismatch=True)
+    return sorted(missing)
+
+
+def body3_right_nan_marks_weights_only(model, weights_path):
+    """Marks with NaN, a value no file of trained weights holds, over model.weights only."""
+    before = [v.numpy().copy() for v in model.weights]
+    for v in model.weights:
+        v.assign(np.full(v.shape, np.nan, v.dtype))
+    model.load_weights(weights_path, skip_mismatch=True)
+    missing = []
+    for v, old in zip(model.weights, before):
+        if np.isnan(v.numpy()).all():
+            missing.append(v.path)
+            v.assign(old)
+    return missing
+
+
+def body3_right_tuple(model, weights_path):
+    skipped = tuple(missing_from_file(model, weights_path, include_optimizer=False))
+    model.load_weights(weights_path, skip_mismatch=True)
+    return skipped
+
+
+@pytest.mark.parametrize("answer", [body3_right_layer_shapes, body3_right_nan_marks_weights_only, body3_right_tuple],
+                         ids=lambda f: f.__name__)
+def test_round3_load_body_accepts(answer, in_tmp):
+    accepted(ex08.check_load_body, answer)
+
+
+def _cfg(name, make):
+    make.__name__ = name
+    return make
+
+
+CFG3_WRONG = [
+    _cfg("cfg3_name_and_bounds", lambda self: {"name": self.name, "bounds": self.bounds.tolist()}),
+    _cfg("cfg3_name_dtype_bounds", lambda self: {"name": self.name, "dtype": self.dtype_policy.name,
+                                                 "bounds": self.bounds.tolist()}),
+    _cfg("cfg3_name_trainable_bounds", lambda self: {"name": self.name, "trainable": self.trainable,
+                                                     "bounds": self.bounds.tolist()}),
+    _cfg("cfg3_bounds_only", lambda self: {"bounds": self.bounds.tolist()}),
+    _cfg("cfg3_base_without_dtype", lambda self: {**{k: v for k, v in keras.layers.Layer.get_config(self).items()
+                                                     if k != "dtype"}, "bounds": self.bounds.tolist()}),
+    _cfg("cfg3_base_without_trainable", lambda self: {**{k: v for k, v in keras.layers.Layer.get_config(self).items()
+                                                         if k != "trainable"}, "bounds": self.bounds.tolist()}),
+    _cfg("cfg3_dtype_hard_coded", lambda self: {**keras.layers.Layer.get_config(self), "dtype": "float32",
+                                                "bounds": self.bounds.tolist()}),
+    _cfg("cfg3_trainable_hard_coded", lambda self: {**keras.layers.Layer.get_config(self), "trainable": True,
+                                                    "bounds": self.bounds.tolist()}),
+]
+
+
+@pytest.mark.parametrize("get_config", CFG3_WRONG, ids=lambda f: f.__name__)
+def test_round3_clip_rejects(get_config, clean_registry, in_tmp):
+    rejected(ex08.check_clip, clip_class(get_config))
+
+
+CFG3_RIGHT = [
+    _cfg("cfg3_right_super_copy", lambda self: dict(keras.layers.Layer.get_config(self),
+                                                    bounds=[float(b) for b in self.bounds])),
+    _cfg("cfg3_right_update_low_high_list", lambda self: {**keras.layers.Layer.get_config(self),
+                                                          "bounds": [float(self.bounds[0]), float(self.bounds[1])]}),
+    _cfg("cfg3_right_every_setting_by_hand", lambda self: {
+        "name": self.name, "trainable": self.trainable, "dtype": keras.saving.serialize_keras_object(self.dtype_policy),
+        "bounds": self.bounds.tolist()}),
+]
+
+
+@pytest.mark.parametrize("get_config", CFG3_RIGHT, ids=lambda f: f.__name__)
+def test_round3_clip_accepts(get_config, clean_registry, in_tmp):
+    accepted(ex08.check_clip, clip_class(get_config))

@@ -590,7 +590,16 @@ def test_an_error_in_the_learners_code_names_their_line():
 import os  # noqa: E402
 import tempfile  # noqa: E402
 
-from tests.attack_harness import accepted, marked, rejected  # noqa: E402
+from tests.attack_harness import accepted, marked  # noqa: E402
+from tests.attack_harness import rejected as _rejected  # noqa: E402
+
+
+def rejected(check, answer) -> str:
+    """``attack_harness.rejected``, and the hint at most 300 characters with its "Exercise NN.N: " prefix."""
+    message = _rejected(check, answer)
+    assert len(message) <= 300, f"{len(message)} characters with the prefix: {message}"
+    return message
+
 
 # What today's check gets wrong (strict xfails: remove an entry when its check is fixed).
 FALSE_PASS = "check accepts this wrong answer: "

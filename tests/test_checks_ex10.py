@@ -310,7 +310,16 @@ def test_keras2_keys_mistakes():
 import os  # noqa: E402
 import warnings  # noqa: E402
 
-from tests.attack_harness import accepted, marked, rejected  # noqa: E402
+from tests.attack_harness import accepted, marked  # noqa: E402
+from tests.attack_harness import rejected as _rejected  # noqa: E402
+
+
+def rejected(check, answer) -> str:
+    """``attack_harness.rejected``, and the hint at most 300 characters with its "Exercise NN.N: " prefix."""
+    message = _rejected(check, answer)
+    assert len(message) <= 300, f"{len(message)} characters with the prefix: {message}"
+    return message
+
 
 FALSE_PASS = "check accepts this wrong answer: "
 GENERIC_HINT = "hint: over 300 characters, generic 'read the message, fix that line'"

@@ -9,7 +9,15 @@ import keras
 import numpy as np
 import pytest
 
-from helpers.checks import CheckFailed, ExerciseNotDone, ex12
+from helpers.checks import CheckFailed, ExerciseNotDone, ex12, forget_hints
+
+
+@pytest.fixture(autouse=True)
+def _fresh_hints():
+    """Each test starts from the first step of every stepped hint."""
+    forget_hints()
+    yield
+    forget_hints()
 
 
 def not_done(*args):
@@ -36,7 +44,8 @@ def best_fstring(folder):
 
 
 def test_best_checkpoint_accepts(capsys):
-    for answer in (best_reference, best_pathlib, best_fstring):
+    # mode="auto" asks the compiled metric named "auc" (an AUC: higher is better), which the prompt allows
+    for answer in (best_reference, best_pathlib, best_fstring, _mc(mode="auto")):
         ex12.check_best_checkpoint(answer)
         assert "✔ Exercise 12.1 passed" in capsys.readouterr().out
 
@@ -48,21 +57,24 @@ def _mc(name="best.weights.h5", **overrides):
 
 
 @pytest.mark.parametrize("answer, hint", [
-    (_mc(mode="auto"), "mode='max'"),
     (_mc(mode="min"), "mode='max'"),
     (_mc(monitor="val_loss", mode="min"), "monitor='val_auc'"),
     (_mc(save_best_only=False), "save_best_only=True"),
-    (_mc(name="best.keras", save_weights_only=False), "best.weights.h5 inside"),
+    (_mc(name="best.keras", save_weights_only=False), "os.path.join.folder, 'best.weights.h5'"),
     (_mc(save_weights_only=False), "save_weights_only=True"),
-    (_mc(name="best-{epoch}.weights.h5"), "best.weights.h5 inside"),
+    (_mc(name="best-{epoch}.weights.h5"), "os.path.join.folder, 'best.weights.h5'"),
     (_mc(save_freq=1), "save_freq='epoch'"),
     (lambda folder: keras.callbacks.EarlyStopping(monitor="val_auc", mode="max", restore_best_weights=True),
      "return a keras.callbacks.ModelCheckpoint"),
 ])
 def test_best_checkpoint_rejects(answer, hint):
-    with pytest.raises(CheckFailed, match=hint) as caught:
+    # the first failure names the idea and its section, without the code; the same failure again, the fix
+    with pytest.raises(CheckFailed, match="section 8.1") as first:
         ex12.check_best_checkpoint(answer)
-    assert len(str(caught.value)) <= 320
+    with pytest.raises(CheckFailed, match=hint) as again:
+        ex12.check_best_checkpoint(answer)
+    assert len(str(first.value)) <= 300 and len(str(again.value)) <= 300
+    assert "=" not in str(first.value).replace("!=", "")  # no setting handed over on the first failure
 
 
 def test_best_checkpoint_not_done():
@@ -250,6 +262,7 @@ MC = keras.callbacks.ModelCheckpoint
 
 def _hint_ok(hint: str) -> None:
     assert not hint_problems(hint), hint_problems(hint)
+    assert len(hint) <= 300, f"{len(hint)} characters with the prefix: {hint}"
 
 
 # --------------------------------------------------------------------------- 12.1 attack
@@ -331,7 +344,31 @@ def mc_right_slash(folder):
                                            save_best_only=True, save_weights_only=True, save_freq="epoch")
 
 
-MC_WRONG = [mc_default_monitor, mc_mode_min, mc_mode_omitted, mc_training_auc, mc_every_epoch, mc_whole_model,
+def mc_threshold_below_first(folder):
+    """A starting threshold a first epoch of 0.61 happens to beat; an AUC of 0.0 does not."""
+    return MC(os.path.join(folder, "best.weights.h5"), monitor="val_auc", mode="max",
+              save_best_only=True, save_weights_only=True, initial_value_threshold=0.5)
+
+
+def mc_threshold_zero(folder):
+    return MC(os.path.join(folder, "best.weights.h5"), monitor="val_auc", mode="max",
+              save_best_only=True, save_weights_only=True, initial_value_threshold=0.0)
+
+
+def mc_threshold_chance(folder):
+    """'Better than chance': AUC 0.5 as the bar."""
+    return MC(os.path.join(folder, "best.weights.h5"), monitor="val_auc", mode="max",
+              save_best_only=True, save_weights_only=True, initial_value_threshold=0.5)
+
+
+def mc_right_auto(folder):
+    """The prompt's model compiles an AUC named "auc": mode="auto" asks it, and it says max."""
+    return MC(os.path.join(folder, "best.weights.h5"), monitor="val_auc", mode="auto",
+              save_best_only=True, save_weights_only=True)
+
+
+MC_WRONG = [mc_default_monitor, mc_mode_min, mc_threshold_below_first, mc_threshold_zero, mc_threshold_chance,
+            mc_training_auc, mc_every_epoch, mc_whole_model,
             mc_batches, mc_per_epoch_files, mc_no_folder, mc_capital_auc, mc_threshold_from_notebook,
             mc_val_loss_max, mc_h5_name]
 
@@ -344,7 +381,8 @@ def test_prompt_best_checkpoint_rejects(answer, tmp_path, monkeypatch):
     assert time.perf_counter() - start < 20
 
 
-@pytest.mark.parametrize("answer", cases([mc_right_positional, mc_right_pathlike, mc_right_slash], HOLES))
+@pytest.mark.parametrize("answer", cases([mc_right_positional, mc_right_pathlike, mc_right_slash, mc_mode_omitted,
+                                           mc_right_auto], HOLES))
 def test_prompt_best_checkpoint_accepts(answer, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     passes(ex12.check_best_checkpoint, answer)

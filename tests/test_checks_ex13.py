@@ -480,7 +480,19 @@ import re  # noqa: E402
 import shutil  # noqa: E402
 import tempfile  # noqa: E402
 
-from tests.attack_support import cases, passes, rejects  # noqa: E402
+from tests.attack_harness import hint_problems  # noqa: E402
+from tests.attack_support import cases, passes  # noqa: E402
+from tests.attack_support import rejects as _rejects  # noqa: E402
+
+
+def rejects(check, answer, *, may_raise: bool = False) -> str:
+    """``attack_support.rejects``, with the hint held to the course's rules: at most 300 characters with
+    its "Exercise NN.N: " prefix, no colour codes or temporary paths."""
+    message = _rejects(check, answer, may_raise=may_raise)
+    assert len(message) <= 300, f"{len(message)} characters with the prefix: {message}"
+    assert not hint_problems(message), hint_problems(message)
+    return message
+
 
 # Today's check gets these wrong (xfail strict: remove an entry when the check is fixed).
 HOLES: dict[str, str] = {}
@@ -921,3 +933,245 @@ def test_13_3_prompt_only_wrong_answers_fail(answer, in_tmp_dir):
     hub_right_tfsm_call, hub_right_wrapped_variables, hub_right_tfsm_subclass], HOLES))
 def test_13_3_prompt_only_right_answers_pass(answer, in_tmp_dir):
     passes(ex13.check_hub_layer, answer)
+
+
+# =========================================================================== round three (issue 33, 34)
+# Written from the prompts alone. 13.1: float64 input and a float64/int64 spec (a fixed float32/int32
+# cast), the caller's dict changed in dtype only, an input left out; 13.2: time_major=True refused by
+# one recurrent class only; 13.3: the loaded module itself returned.
+
+
+def _specs(path):
+    sig = _signature(path)
+    return sig, sig.structured_input_signature[1]
+
+
+def kw3_tf_constant_no_dtype(path, inputs):
+    """tf.constant keeps NumPy's dtype: float64 arrays meet a float32 spec."""
+    sig, _ = _specs(path)
+    (out,) = sig(**{k: tf.constant(v) for k, v in inputs.items()}).values()
+    return out.numpy()
+
+
+def kw3_fixed_float32_int32(path, inputs):
+    sig, _ = _specs(path)
+    cast = {k: tf.constant(v, tf.int32 if np.issubdtype(v.dtype, np.integer) else tf.float32)
+            for k, v in inputs.items()}
+    (out,) = sig(**cast).values()
+    return out.numpy()
+
+
+def kw3_cast_in_place(path, inputs):
+    """Casts into the caller's dict: the values stay equal, their dtypes change."""
+    sig, specs = _specs(path)
+    for k in inputs:
+        inputs[k] = inputs[k].astype(specs[k].dtype.as_numpy_dtype)
+    (out,) = sig(**inputs).values()
+    return out.numpy()
+
+
+def kw3_pops_the_dict(path, inputs):
+    sig, specs = _specs(path)
+    feeds = {}
+    for k in list(inputs):
+        feeds[k] = tf.constant(inputs.pop(k), specs[k].dtype)
+    (out,) = sig(**feeds).values()
+    return out.numpy()
+
+
+def kw3_skips_integer_inputs(path, inputs):
+    """Passes only the float inputs, as if counts were optional."""
+    sig, specs = _specs(path)
+    (out,) = sig(**{k: tf.constant(v, specs[k].dtype) for k, v in inputs.items()
+                    if specs[k].dtype.is_floating}).values()
+    return out.numpy()
+
+
+def kw3_floats_to_float32_ints_to_spec(path, inputs):
+    sig, specs = _specs(path)
+    cast = {k: tf.constant(v, tf.float32 if np.issubdtype(v.dtype, np.floating) else specs[k].dtype)
+            for k, v in inputs.items()}
+    (out,) = sig(**cast).values()
+    return out.numpy()
+
+
+def kw3_ints_to_int32_floats_to_spec(path, inputs):
+    sig, specs = _specs(path)
+    cast = {k: tf.constant(v, tf.int32 if np.issubdtype(v.dtype, np.integer) else specs[k].dtype)
+            for k, v in inputs.items()}
+    (out,) = sig(**cast).values()
+    return out.numpy()
+
+
+def kw3_keras_floatx(path, inputs):
+    """keras.backend.floatx() for every float, the spec only for integers."""
+    sig, specs = _specs(path)
+    cast = {k: tf.constant(v, keras.backend.floatx() if specs[k].dtype.is_floating else specs[k].dtype)
+            for k, v in inputs.items()}
+    (out,) = sig(**cast).values()
+    return out.numpy()
+
+
+def kw3_cast_in_place_astype_copy_false(path, inputs):
+    """astype(copy=False) where the dtype already fits, and writes the rest back into the dict."""
+    sig, specs = _specs(path)
+    inputs.update({k: v.astype(specs[k].dtype.as_numpy_dtype, copy=False) for k, v in inputs.items()})
+    (out,) = sig(**{k: tf.constant(v) for k, v in inputs.items()}).values()
+    return out.numpy()
+
+
+KW3_WRONG = [kw3_tf_constant_no_dtype, kw3_fixed_float32_int32, kw3_cast_in_place, kw3_pops_the_dict,
+             kw3_skips_integer_inputs, kw3_floats_to_float32_ints_to_spec, kw3_ints_to_int32_floats_to_spec,
+             kw3_keras_floatx, kw3_cast_in_place_astype_copy_false]
+
+
+@pytest.mark.parametrize("answer", KW3_WRONG, ids=lambda f: f.__name__)
+def test_13_1_round3_wrong_answers_fail(answer, in_tmp_dir):
+    hint = rejects(ex13.check_call_by_keyword, answer, may_raise=True)
+    assert "integer value met a float" not in hint, hint  # a missing input is not a dtype clash
+
+
+def kw3_right_tf_cast(path, inputs):
+    sig, specs = _specs(path)
+    (out,) = sig(**{k: tf.cast(tf.constant(v), specs[k].dtype) for k, v in inputs.items()}).values()
+    return out.numpy()
+
+
+def kw3_right_as_numpy_dtype(path, inputs):
+    sig, specs = _specs(path)
+    result = sig(**{k: np.asarray(v, dtype=specs[k].dtype.as_numpy_dtype) for k, v in inputs.items()})
+    return np.asarray(list(result.values())[0])
+
+
+def kw3_right_convert_to_tensor(path, inputs):
+    loaded = tf.saved_model.load(path)
+    sig = loaded.signatures["serving_default"]
+    specs = sig.structured_input_signature[1]
+    feeds = {spec.name if spec.name in inputs else k: tf.convert_to_tensor(inputs[k].astype(spec.dtype.name))
+             for k, spec in sorted(specs.items())}
+    outputs = sig(**feeds)
+    assert len(outputs) == 1
+    return outputs[next(iter(outputs))].numpy()
+
+
+@pytest.mark.parametrize("answer", [kw3_right_tf_cast, kw3_right_as_numpy_dtype, kw3_right_convert_to_tensor],
+                         ids=lambda f: f.__name__)
+def test_13_1_round3_right_answers_pass(answer, in_tmp_dir):
+    passes(ex13.check_call_by_keyword, answer)
+
+
+def _refusing(base, refuse):
+    """A class of ``base`` that drops Keras 2's time_major and raises where ``refuse(config)`` says."""
+
+    class Refusing(base):
+        @classmethod
+        def from_config(cls, config):
+            config = dict(config)
+            if refuse(config):
+                raise ValueError("time_major=True changes the computation")
+            config.pop("time_major", None)
+            return base.from_config(config)
+
+    Refusing.__name__ = base.__name__
+    return Refusing
+
+
+def _dropping_depthwise():
+    class Depthwise(keras.layers.DepthwiseConv2D):
+        @classmethod
+        def from_config(cls, config):
+            return keras.layers.DepthwiseConv2D.from_config({k: v for k, v in config.items() if k != "groups"})
+    return Depthwise
+
+
+def _load_with(lstm_refuses, gru_refuses):
+    def answer(path):
+        objects = {"LSTM": _refusing(keras.layers.LSTM, lstm_refuses),
+                   "GRU": _refusing(keras.layers.GRU, gru_refuses), "DepthwiseConv2D": _dropping_depthwise()}
+        return keras.models.load_model(path, compile=False, custom_objects=objects)
+    return answer
+
+
+def _true(config):
+    return bool(config.get("time_major", False))
+
+
+def _never(config):
+    return False
+
+
+def _named(name, answer):
+    answer.__name__ = name
+    return answer
+
+
+OLD3_WRONG = [
+    _named("old3_refuses_in_lstm_only", _load_with(_true, _never)),
+    _named("old3_refuses_in_gru_only", _load_with(_never, _true)),
+    _named("old3_refuses_only_named_encoder", _load_with(lambda c: _true(c) and c.get("name") == "encoder",
+                                                         lambda c: _true(c) and c.get("name") == "encoder")),
+    _named("old3_refuses_return_sequences_only", _load_with(lambda c: _true(c) and c.get("return_sequences"),
+                                                            lambda c: _true(c) and c.get("return_sequences"))),
+    _named("old3_refuses_first_layer_only", lambda path: _first_layer_only(path)),
+    _named("old3_refuses_when_lstm_and_gru", lambda path: _all_layers_only(path)),
+    _named("old3_lstm_class_only_in_custom_objects",
+           lambda path: keras.models.load_model(path, compile=False, custom_objects={
+               "LSTM": _refusing(keras.layers.LSTM, _true), "GRU": _refusing(keras.layers.GRU, _never),
+               "DepthwiseConv2D": _dropping_depthwise()})),
+    _named("old3_refuses_nothing", _load_with(_never, _never)),
+]
+
+
+def _recurrent_configs(path):
+    import h5py
+    import json
+
+    with h5py.File(path, "r") as file:
+        layers = json.loads(file.attrs["model_config"])["config"]["layers"]
+    return [layer["config"] for layer in layers if layer["class_name"] in ("LSTM", "GRU")]
+
+
+def _first_layer_only(path):
+    """Reads the file's configuration and refuses when the first recurrent layer says time_major=True."""
+    configs = _recurrent_configs(path)
+    if configs and configs[0].get("time_major"):
+        raise ValueError("time_major=True")
+    return _load_with(_never, _never)(path)
+
+
+def _all_layers_only(path):
+    """Refuses when every recurrent layer says time_major=True."""
+    configs = _recurrent_configs(path)
+    if configs and all(c.get("time_major") for c in configs):
+        raise ValueError("time_major=True")
+    return _load_with(_never, _never)(path)
+
+
+@pytest.mark.parametrize("answer", OLD3_WRONG, ids=lambda f: f.__name__)
+def test_13_2_round3_wrong_answers_fail(answer, in_tmp_dir):
+    rejects(ex13.check_load_old_h5, answer, may_raise=True)
+
+
+def _any_layer(path):
+    """Refuses when any recurrent layer of the file says time_major=True, then loads with the course's patch."""
+    if any(c.get("time_major") for c in _recurrent_configs(path)):
+        raise ValueError("time_major=True changes the computation")
+    return keras.models.load_model(path, compile=False, custom_objects=legacy_custom_objects())
+
+
+OLD3_RIGHT = [
+    _named("old3_right_both_classes", _load_with(_true, _true)),
+    _named("old3_right_reads_the_config_first", _any_layer),
+    _named("old3_right_not_implemented", _load_with(lambda c: c.get("time_major") is True,
+                                                    lambda c: c.get("time_major") is True)),
+]
+
+
+@pytest.mark.parametrize("answer", OLD3_RIGHT, ids=lambda f: f.__name__)
+def test_13_2_round3_right_answers_pass(answer, in_tmp_dir):
+    passes(ex13.check_load_old_h5, answer)
+
+
+def test_13_3_a_plain_loaded_module_is_not_called_a_tf_keras_layer(in_tmp_dir):
+    hint = rejects(ex13.check_hub_layer, tf.saved_model.load)
+    assert "tf_keras" not in hint and "Keras 2" not in hint and "loaded module itself" in hint, hint

@@ -16,8 +16,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from helpers.checks import exercise_check, require
-from helpers.errors import first_line
+from helpers.checks import exercise_check, quote, require
 from helpers.keras_files import NotAKerasFileError, describe_keras_file, missing_from_file
 
 __all__ = ["check_clip", "check_load_body", "check_make_checkpoint_callback", "check_normalizer"]
@@ -32,13 +31,31 @@ def _numbers(name: str) -> list[int]:
 
 # --------------------------------------------------------------------------- 08.1
 
+# What ModelCheckpoint's constructor refuses, and the hint for each (no raw message, nothing cut).
+_REFUSALS = (
+    (r"save_weights_only=True.*must end in `\.weights\.h5`",
+     "ModelCheckpoint refused the file name: with save_weights_only=True it must end in .weights.h5, "
+     "e.g. os.path.join(folder, 'epoch-{epoch:03d}.weights.h5')"),
+    (r"must end in `\.keras`",
+     "ModelCheckpoint refused the file name: a whole model's file ends in .keras, and the exercise asks for "
+     "weights only: pass save_weights_only=True with a name ending in .weights.h5"),
+    (r"Unrecognized save_freq",
+     "ModelCheckpoint refused save_freq: it takes 'epoch' (the default: save after every epoch) or a number "
+     "of batches"),
+)
+
 
 @exercise_check("08.1")
 def check_make_checkpoint_callback(make_checkpoint_callback: Callable[[str], keras.callbacks.Callback]) -> str:
     epochs = 4
     with tempfile.TemporaryDirectory() as root:
         folder = os.path.join(root, "run [1]", "weights")
-        callback = make_checkpoint_callback(folder)
+        try:
+            callback = make_checkpoint_callback(folder)
+        except ValueError as error:  # ModelCheckpoint refuses some settings when it is made
+            for pattern, hint in _REFUSALS:
+                require(not re.search(pattern, str(error)), hint)
+            raise
         require(
             isinstance(callback, keras.callbacks.ModelCheckpoint),
             f"make_checkpoint_callback should return a keras.callbacks.ModelCheckpoint, got {type(callback).__name__}",
@@ -150,6 +167,25 @@ def _stack(widths: tuple[int, ...], names: tuple[str, ...]) -> keras.Sequential:
     return keras.Sequential(layers)
 
 
+def _compiled_stack(widths: tuple[int, ...], names: tuple[str, ...], offset: float) -> keras.Sequential:
+    """A compiled model whose optimizer has slots (saved with the weights, and not the model's weights)."""
+    model = _stack(widths, names)
+    model.compile(keras.optimizers.Adam(0.01), "mse")
+    model.optimizer.build(model.trainable_variables)
+    _distinct_values(model, offset)
+    return model
+
+
+def _fresh_values_in_some(model: keras.Model) -> None:
+    """Zeros and ones a file really holds (a bias, moving statistics, as initialized): an answer that marks
+    the model with zeros or ones, loads, and reports what still holds the mark misreads them."""
+    for variable in model.weights:
+        if variable.path.endswith(("head/bias", "_10_bn/moving_mean")):
+            variable.assign(np.zeros(variable.shape, dtype="float32"))
+        if variable.path.endswith(("_1_bn/moving_variance", "_1_bn/gamma")):
+            variable.assign(np.ones(variable.shape, dtype="float32"))
+
+
 def _short(paths: list[str], most: int = 3) -> str:
     """A few variable paths without the model's prefix (``trunk_10_bn/moving_mean``), and how many more."""
     names = ["/".join(path.split("/")[-2:]) for path in paths]
@@ -175,12 +211,11 @@ def check_load_body(load_body: Callable[[keras.Model, str], list[str]]) -> str:
     ]
     with tempfile.TemporaryDirectory() as folder:
         for label, saved_widths, new_widths in cases:
-            saved = _stack(saved_widths, names)
-            _distinct_values(saved, 1.0)
+            saved = _compiled_stack(saved_widths, names, 1.0)
+            _fresh_values_in_some(saved)
             path = os.path.join(folder, f"{label}.weights.h5")
             saved.save_weights(path)
-            target = _stack(new_widths, names)
-            _distinct_values(target, -5.0)
+            target = _compiled_stack(new_widths, names, -5.0)
             target.weights[0].assign(saved.weights[0])  # a value the file holds already: loading leaves it equal
             before = [v.numpy().copy() for v in target.weights]
             try:
@@ -188,7 +223,7 @@ def check_load_body(load_body: Callable[[keras.Model, str], list[str]]) -> str:
                     warnings.simplefilter("ignore")  # skip_mismatch warns, with every value; the check reports instead
                     result = load_body(target, path)
             except ValueError as error:
-                require(False, f"for {label}, your function raised: {first_line(error)[:120]}. Load with "
+                require(False, f"for {label}, your function raised: {quote(error, 100)}. Load with "
                                "load_weights(..., skip_mismatch=True) so that changed shapes are skipped.")
             require(isinstance(result, (list, tuple, set)),
                     f"load_body should return a list of variable paths; got {type(result).__name__}")
@@ -208,6 +243,12 @@ def check_load_body(load_body: Callable[[keras.Model, str], list[str]]) -> str:
             require(not changed, f"for {label}, weights that do not fit should keep their values: "
                                  f"{_short(changed)} changed")
             paths = sorted(v.path for v in target.weights)
+            slots = {v.path for v in target.optimizer.variables}
+            counted = sorted(slots & set(reported))
+            require(not counted,
+                    f"for {label}, you reported {len(counted)} optimizer variable(s), such as "
+                    f"{counted[0].split('/')[-1] if counted else ''}: the file holds them too, but the exercise "
+                    "asks only about the model's weights (model.weights)")
             require(
                 all(isinstance(item, str) for item in reported) and set(reported) <= set(paths),
                 f"for {label}, return the variables' paths (variable.path, e.g. {paths[0]!r}); got {reported[:3]}",
@@ -233,7 +274,9 @@ def check_clip(clip_class: type) -> str:
     bounds = np.array([-0.5, 0.75], dtype="float32")
     keras.utils.set_random_seed(5)
     model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(4, name="pre"),
-                              clip_class(bounds, name="clip_7"), keras.layers.Dense(1, name="post")])
+                              # settings other than the default ones, which a get_config must keep too
+                              clip_class(bounds, name="clip_7", trainable=False, dtype="float64"),
+                              keras.layers.Dense(1, name="post")])
     x = np.linspace(-2.0, 2.0, 12, dtype=np.float32).reshape(3, 4)
     with tempfile.TemporaryDirectory() as folder:
         path = os.path.join(folder, "clipped model [v1].keras")
@@ -245,7 +288,7 @@ def check_clip(clip_class: type) -> str:
             require(False, "saving failed: Keras cannot record a NumPy array by itself. Write get_config() "
                            "returning the base config plus 'bounds' (self.bounds.tolist()).")
         except (TypeError, ValueError) as error:
-            require(False, f"saving failed: {first_line(error)[:120]}. get_config must return a dict of plain "
+            require(False, f"saving failed: {quote(error, 100)}. get_config must return a dict of plain "
                            "data: turn the array into a list with .tolist().")
         registered = keras.saving.get_registered_name(clip_class)
         require(
@@ -256,7 +299,7 @@ def check_clip(clip_class: type) -> str:
         try:
             loaded = keras.saving.load_model(path)
         except (TypeError, ValueError) as error:
-            require(False, f"load_model failed: {first_line(error)[:100]}... get_config must return plain data "
+            require(False, f"load_model failed: {quote(error, 90)} get_config must return plain data "
                            "(lists, numbers, strings) under the constructor's argument names: the base config "
                            "plus 'bounds' as a list.")
     layer = loaded.layers[1]
@@ -264,6 +307,11 @@ def check_clip(clip_class: type) -> str:
                                        "run the cell that defines and registers it again")
     require(layer.name == "clip_7", f"the loaded layer is called {layer.name!r}, not 'clip_7': start get_config "
                                     "from super().get_config(), which holds the name")
+    lost = [setting for setting, saved, got in (
+        ("trainable=False", model.layers[1].trainable, layer.trainable),
+        ("dtype='float64'", model.layers[1].dtype_policy.name, layer.dtype_policy.name)) if saved != got]
+    require(not lost, f"the loaded layer lost {' and '.join(lost)}: get_config keeps too little. Start from "
+                      "super().get_config() (name, trainable, dtype) and add 'bounds'")
     require(np.array_equal(np.asarray(layer.bounds, dtype="float32"), bounds),
             f"the loaded layer's bounds are {np.asarray(layer.bounds)}, expected {bounds}")
     require(np.allclose(loaded.predict(x, verbose=0), model.predict(x, verbose=0)),

@@ -15,7 +15,7 @@ from collections.abc import Callable
 import keras
 import numpy as np
 
-from helpers.checks import exercise_check, require
+from helpers.checks import Hint, exercise_check, quote, require
 
 __all__ = ["check_best_checkpoint", "check_peak_hooks", "check_load_with_optimizer"]
 
@@ -26,6 +26,28 @@ _X = np.linspace(-1.0, 1.0, 32, dtype=np.float32).reshape(8, 4)
 
 # --------------------------------------------------------------------------- 12.1
 
+# Two runs of logged values: the first starts at the lowest AUC there is (0.0), so that no starting
+# threshold is satisfied by luck, and repeats a value (a tie is not an improvement).
+_AUC_RUNS = ([0.0, 0.5, 0.5, 0.2, 0.7, 0.69], [0.61, 0.83, 0.72, 0.91, 0.90])
+
+
+def _best_so_far(values: list[float]) -> list[int]:
+    """The epoch (from 1) holding the highest value so far, after each epoch; ties keep the older."""
+    kept, best = [], None
+    for epoch, value in enumerate(values, start=1):
+        if best is None or value > values[best - 1]:
+            best = epoch
+        kept.append(best)
+    return kept
+
+
+def _auc_model() -> keras.Model:
+    """A model compiled with an AUC metric named "auc" (as the exercise's `val_auc` implies), metrics built."""
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1, activation="sigmoid", name="probe_10")])
+    model.compile("sgd", "binary_crossentropy", metrics=[keras.metrics.AUC(name="auc")])
+    model.evaluate(_X, (_X[:, :1] > 0).astype("float32"), verbose=0)  # builds the compiled metrics
+    return model
+
 
 @exercise_check("12.1")
 def check_best_checkpoint(make_best_checkpoint: Callable[[str], keras.callbacks.Callback]) -> str:
@@ -33,41 +55,91 @@ def check_best_checkpoint(make_best_checkpoint: Callable[[str], keras.callbacks.
         folder = os.path.join(root, "run [2]")
         os.makedirs(folder)
         callback = make_best_checkpoint(folder)
-        require(isinstance(callback, keras.callbacks.ModelCheckpoint),
-                f"return a keras.callbacks.ModelCheckpoint, got {type(callback).__name__}")
+        require(isinstance(callback, keras.callbacks.ModelCheckpoint), Hint(
+            f"you returned a {type(callback).__name__}: the callback that writes a file during fit is shown in "
+            "section 8.1, 'ModelCheckpoint'",
+            f"return a keras.callbacks.ModelCheckpoint, not a {type(callback).__name__}", kind="class"))
         expected = os.path.join(folder, "best.weights.h5")
-        require(os.path.normpath(str(callback.filepath)) == os.path.normpath(expected),
-                "the file should be best.weights.h5 inside `folder`: os.path.join(folder, 'best.weights.h5')")
-        require(callback.save_weights_only, "the file should hold only the weights: pass save_weights_only=True")
-        require(callback.save_best_only, "keep only the best epoch: pass save_best_only=True")
-        require(callback.monitor == "val_auc", f"the callback watches {callback.monitor!r}: pass monitor='val_auc'")
-        require(callback.mode == "max", f"mode is {callback.mode!r}: higher AUC is better, so pass mode='max' "
-                                        "('auto' reads the direction from a compiled AUC metric, not from the "
-                                        "name, and the model's metrics do not give it here)")
-        require(callback.save_freq == "epoch", f"save_freq is {callback.save_freq!r}: compare at the end of every "
-                                               "epoch (save_freq='epoch', the default)")
-        model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2, name="probe_10")])
-        callback.set_model(model)
-        aucs = [0.61, 0.83, 0.72, 0.91, 0.90]
-        kept = []
-        for epoch, auc in enumerate(aucs):
-            model.layers[0].kernel.assign(np.full((4, 2), epoch + 1.0, dtype="float32"))
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                callback.on_epoch_end(epoch, {"val_auc": auc, "val_loss": 1.0 - epoch / 10})
-            require(os.path.exists(expected),
-                    f"after epoch {epoch + 1} (val_auc {auc}) no file was written: nothing beat the starting "
-                    "value, so leave initial_value_threshold out (the first epoch is the best so far)")
-            copy = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2, name="probe_10")])
-            copy.load_weights(expected)
-            kept.append(float(copy.layers[0].kernel.numpy()[0, 0]))
-        require(kept == [1.0, 2.0, 2.0, 4.0, 4.0],
-                f"after each epoch the file held the weights of epochs {[int(k) for k in kept]}; it should hold the "
-                "epoch with the highest val_auc so far: [1, 2, 2, 4, 4]")
-    return "weights only, best.weights.h5 in the folder, rewritten only when val_auc rises (mode='max', every epoch)"
+        require(os.path.normpath(str(callback.filepath)) == os.path.normpath(expected), Hint(
+            "the file is not best.weights.h5 inside the folder you were given: one fixed name, no epoch in it "
+            "(section 8.1, 'ModelCheckpoint')",
+            "pass os.path.join(folder, 'best.weights.h5') as the filepath"))
+        require(callback.save_weights_only, Hint(
+            "the file holds the whole model: the exercise asks for the weights only (section 8.1, "
+            "'ModelCheckpoint', lists the setting)", "pass save_weights_only=True"))
+        require(callback.save_best_only, Hint(
+            "the file is rewritten after every epoch: keep it only when the watched quantity improves "
+            "(section 8.1, 'ModelCheckpoint')", "pass save_best_only=True"))
+        require(callback.monitor == "val_auc", Hint(
+            f"the callback watches {callback.monitor!r}, not the validation AUC logged as 'val_auc' "
+            "(section 8.1, 'ModelCheckpoint': monitor)", "pass monitor='val_auc'", kind="monitor"))
+        require(callback.mode != "min", Hint(
+            "in mode 'min' the lowest AUC is kept, and a higher AUC is better (section 8.1, 'ModelCheckpoint': "
+            "mode)", "pass mode='max' (or leave mode='auto', which asks the compiled AUC)"))
+        require(callback.best is None or callback.best == -np.inf, Hint(
+            f"the callback starts from {callback.best!r}, so an epoch below it is never kept; the first epoch "
+            "is the best so far (section 8.1, 'ModelCheckpoint')", "leave initial_value_threshold out",
+            kind="threshold"))
+        require(callback.save_freq == "epoch", Hint(
+            f"save_freq is {callback.save_freq!r}: it counts batches, and the exercise compares at the end of "
+            "every epoch (section 8.1, 'ModelCheckpoint')", "leave save_freq='epoch' (the default)",
+            kind="save_freq"))
+        for run, aucs in enumerate(_AUC_RUNS):
+            _check_run(make_best_checkpoint if run else (lambda _: callback), folder, aucs)
+    return "weights only, best.weights.h5 in the folder, rewritten only when val_auc rises (compared every epoch)"
+
+
+def _check_run(make_best_checkpoint: Callable[[str], keras.callbacks.Callback], folder: str,
+               aucs: list[float]) -> None:
+    """Feed one run of logged values to a fresh callback; the file must follow the best epoch so far."""
+    expected = os.path.join(folder, "best.weights.h5")
+    if os.path.exists(expected):
+        os.remove(expected)
+    callback = make_best_checkpoint(folder)
+    model = _auc_model()
+    callback.set_model(model)
+    kept = []
+    for epoch, auc in enumerate(aucs):
+        model.layers[0].kernel.assign(np.full((4, 1), epoch + 1.0, dtype="float32"))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            callback.on_epoch_begin(epoch)
+            # the training AUC falls while the validation AUC rises, and the loss says nothing
+            callback.on_epoch_end(epoch, {"val_auc": auc, "auc": 1.0 - auc, "val_loss": 0.5, "loss": 0.5})
+        require(os.path.exists(expected),
+                f"after epoch {epoch + 1} (val_auc {auc}) no file was written: the first epoch is the best so "
+                "far, and every later one that beats it must be kept")
+        copy = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1, name="probe_10")])
+        copy.load_weights(expected)
+        kept.append(int(copy.layers[0].kernel.numpy()[0, 0]))
+    want = _best_so_far(aucs)
+    require(kept == want, f"for val_auc {aucs} the file held epochs {kept} after each epoch; the highest "
+                          f"val_auc so far is in epochs {want}")
 
 
 # --------------------------------------------------------------------------- 12.2
+
+
+# Keras runs load_own_variables inside its own loop and re-raises what it raised as a new ValueError,
+# without the learner's line: the first error's text is in the message.
+_NOT_LOADED = re.compile(r"could not be loaded\. Example error message for object <[^>]*>:\s*(.*?)\s*"
+                         r"(List of objects that could not be loaded|$)", re.S)
+
+
+def _load(load: Callable[[], object], label: str) -> object:
+    """Run ``load``; a refusal by the layer's own load_own_variables becomes a hint about that method."""
+    try:
+        return load()
+    except ValueError as error:
+        require(not _WHOLE_STORE.search(str(error)),
+                "the base load_own_variables got the whole store, 'peak' included, and refuses keys it "
+                "does not expect: hand it only its own, e.g. super().load_own_variables({'0': store['0']})")
+        found = _NOT_LOADED.search(str(error))
+        if not found:
+            raise
+        reason = quote(found.group(1), 70)
+        require(False, f"{label} stopped in your load_own_variables (Keras hides the line): {reason}. Fix that "
+                       "method: it reads back what save_own_variables wrote, e.g. store['peak']")
 
 
 @exercise_check("12.2")
@@ -97,14 +169,9 @@ def check_peak_hooks(peak_class: type) -> str:
         fresh = keras.Sequential([peak_class(name="peak_probe_7")])
         fresh(_X)
         fresh.layers[0].observe(np.full((2, 4), 100.0, dtype="float32"))  # larger than the saved peak
-        try:
-            fresh.load_weights(weights)
-        except ValueError as error:
-            require(not _WHOLE_STORE.search(str(error)),
-                    "the base load_own_variables got the whole store, 'peak' included, and refuses keys it "
-                    "does not expect: hand it only its own, e.g. super().load_own_variables({'0': store['0']})")
-            raise
-        reloaded = keras.models.load_model(whole, custom_objects={peak_class.__name__: peak_class})
+        _load(lambda: fresh.load_weights(weights), "load_weights")
+        reloaded = _load(lambda: keras.models.load_model(whole, custom_objects={peak_class.__name__: peak_class}),
+                         "load_model")
     for label, got in (("load_weights", fresh.layers[0]), ("load_model", reloaded.layers[0])):
         require(isinstance(got.gain, keras.Variable),
                 f"after {label}, gain is a {type(got.gain).__name__}, not a Keras variable: leave gain a weight "

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import tempfile
 import warnings
 from collections.abc import Callable
@@ -38,21 +39,25 @@ __all__ = [
 # --------------------------------------------------------------------------- 13.1
 
 
-def make_keyword_model(folder: str, name: str = "keyword_model", rows: int = 4,
-                       units: int = 3) -> dict[str, Any]:
-    """A SavedModel whose serving_default takes ``left``, ``right`` (float32, one shape) and ``count`` (int32).
+def make_keyword_model(folder: str, name: str = "keyword_model", rows: int = 4, units: int = 3,
+                       float_spec: tf.DType = tf.float32, int_spec: tf.DType = tf.int32,
+                       float_given: str = "float32", int_given: str = "int64") -> dict[str, Any]:
+    """A SavedModel whose serving_default takes ``left``, ``right`` (``float_spec``, one shape) and ``count``
+    (``int_spec``).
 
     ``units=1`` gives a one-column output (a ``Dense(1)`` head's shape). Returns the path, the inputs
-    (``count`` as int64, the wrong dtype) in an order other than the signature's, and the expected output.
+    (``left`` and ``right`` as ``float_given``, ``count`` as ``int_given``: by default int64, the wrong
+    dtype) in an order other than the signature's, and the expected output (float32).
     """
     module = tf.Module()
     scale = np.array([1.5, -0.5, 2.0][:units], dtype=np.float32)
     module.scale = tf.Variable(scale, name="scale")
 
-    @tf.function(input_signature=[tf.TensorSpec((None, units), tf.float32, name="left"),
-                                  tf.TensorSpec((None, units), tf.float32, name="right"),
-                                  tf.TensorSpec((None, 1), tf.int32, name="count")])
+    @tf.function(input_signature=[tf.TensorSpec((None, units), float_spec, name="left"),
+                                  tf.TensorSpec((None, units), float_spec, name="right"),
+                                  tf.TensorSpec((None, 1), int_spec, name="count")])
     def serve(left, right, count):
+        left, right = tf.cast(left, tf.float32), tf.cast(right, tf.float32)
         return {"mixed_result": module.scale * left - 2.0 * right + tf.cast(count, tf.float32)}
 
     module.serve = serve
@@ -60,39 +65,68 @@ def make_keyword_model(folder: str, name: str = "keyword_model", rows: int = 4,
     tf.saved_model.save(module, path, signatures={"serving_default": serve})
     rng = np.random.default_rng(1313 + units)
     left, right = rng.normal(size=(rows, units)), rng.normal(size=(rows, units))
-    count = rng.integers(1, 5, size=(rows, 1))  # int64: the signature wants int32
-    expected = (scale * left.astype(np.float32) - 2.0 * right.astype(np.float32)
+    count = rng.integers(1, 5, size=(rows, 1))
+    as_spec = np.dtype(float_spec.as_numpy_dtype)  # the values the signature computes with
+    expected = (scale * left.astype(as_spec).astype(np.float32) - 2.0 * right.astype(as_spec).astype(np.float32)
                 + count).astype(np.float32)
-    inputs = {"right": right.astype(np.float32), "count": count, "left": left.astype(np.float32)}
+    inputs = {"right": right.astype(float_given), "count": count.astype(int_given), "left": left.astype(float_given)}
     return {"path": path, "inputs": inputs, "expected": expected, "scale": scale}
+
+
+# The cases: the signature's dtypes and the dtypes the caller gives (NumPy's float64 default among them).
+_KEYWORD_CASES = (
+    dict(),
+    dict(name="one_column_model", units=1, float_given="float64"),  # a Dense(1)-like head: (4, 1) stays
+    dict(name="wide_dtype_model", float_spec=tf.float64, int_spec=tf.int64, int_given="int32"),
+)
+
+
+def _same_array(given: Any, original: np.ndarray) -> bool:
+    """``given`` is still ``original``: same type, dtype, shape and values (``array_equal`` ignores dtype)."""
+    return (isinstance(given, np.ndarray) and given.dtype == original.dtype and given.shape == original.shape
+            and np.array_equal(given, original))
+
+
+def _call(call_by_keyword: Callable[[str, dict], np.ndarray], path: str, given: dict) -> Any:
+    try:
+        return call_by_keyword(path, given)
+    except TypeError as error:
+        missing = re.search(r"missing a required argument: '(\w+)'", str(error))
+        require(not missing, f"the signature got no value for its input {missing.group(1) if missing else ''!r}: "
+                "pass every array of the dict, each under its own name, signature(**{name: tensor})")
+        unexpected = re.search(r"unexpected keyword argument '(\w+)'", str(error))
+        require(not unexpected, f"the signature has no input {unexpected.group(1) if unexpected else ''!r}: "
+                "use the dict's keys, which are the signature's input names, as they are")
+        raise
 
 
 def _check_keyword_case(call_by_keyword: Callable[[str, dict], np.ndarray], case: dict[str, Any]) -> None:
     given = {name: value.copy() for name, value in case["inputs"].items()}
-    result = call_by_keyword(case["path"], given)
+    result = _call(call_by_keyword, case["path"], given)
     require(isinstance(result, np.ndarray),
             f"call_by_keyword returned a {type(result).__name__}: return a NumPy array "
             "(.numpy() of the signature's single output)")
     require(result.shape == case["expected"].shape,
             f"the result has shape {result.shape}, the output {case['expected'].shape}: return the "
             "signature's one output as it is (no squeeze, not the dict or a part of it)")
-    swapped = np.allclose(result, case["scale"] * given["right"] - 2.0 * given["left"] + given["count"],
+    floats = {name: np.asarray(value, np.float32) for name, value in case["inputs"].items()}
+    swapped = np.allclose(result, case["scale"] * floats["right"] - 2.0 * floats["left"] + floats["count"],
                           atol=1e-4)
     require(not swapped, "left and right were swapped: pass each array by its input name "
             "(signature(**{name: tensor})), not in the dict's order")
     require(np.allclose(result, case["expected"], atol=1e-5),
             "the output differs from the model's: pass every input by its name, cast to the dtype "
             "of its TensorSpec in signature.structured_input_signature[1]")
-    require(all(np.array_equal(given[k], v) for k, v in case["inputs"].items()),
-            "the inputs dict was changed: leave the caller's arrays as they are")
+    require(set(given) == set(case["inputs"]) and all(_same_array(given[k], v) for k, v in case["inputs"].items()),
+            "the inputs dict was changed (a value, a dtype or a key): cast copies, and leave the caller's "
+            "dict and arrays as they are")
 
 
 @exercise_check("13.1")
 def check_call_by_keyword(call_by_keyword: Callable[[str, dict], np.ndarray]) -> str:
     with tempfile.TemporaryDirectory() as folder:
-        _check_keyword_case(call_by_keyword, make_keyword_model(folder))
-        # A Dense(1)-like head: the output (4, 1) has a size-1 axis that must stay.
-        _check_keyword_case(call_by_keyword, make_keyword_model(folder, "one_column_model", units=1))
+        for settings in _KEYWORD_CASES:
+            _check_keyword_case(call_by_keyword, make_keyword_model(folder, **settings))
     return ("three inputs passed by name, int64 cast to int32, the single output returned as NumPy "
             "in its own shape")
 
@@ -197,6 +231,29 @@ def _loads_like(load_old_h5: Callable[[str], Any], path: str, kind: str, argumen
             "(keras.models.load_model), not only the architecture")
 
 
+def _refuses(load_old_h5: Callable[[str], Any], bad: str, only: tuple[str, ...]) -> None:
+    """A file whose ``only`` layers (the others carry time_major=False) have time_major=True must raise."""
+    write_keras2_style_h5(bad, "recurrent", False)
+    import h5py
+
+    with h5py.File(bad, "r+") as file:
+        config = json.loads(file.attrs["model_config"])
+        file.attrs["model_config"] = json.dumps(_patched_config(config, "time_major", True, only))
+    before = _digest(bad)
+    refused, loaded = False, None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            loaded = load_old_h5(bad)
+    except Exception:  # the prompt allows any exception
+        refused = True
+    require(refused or loaded is None or isinstance(loaded, keras.Model),
+            _not_keras3(loaded) + "; a time_major=True file must raise")
+    require(refused, f"a file whose {only[0]} layer has time_major=True loaded: that value changes the computation "
+            "and must raise, in every recurrent layer; drop only time_major=False (legacy_custom_objects())")
+    require(_digest(bad) == before, "the refused file was changed: leave the file as it is")
+
+
 @exercise_check("13.2")
 def check_load_old_h5(load_old_h5: Callable[[str], Any]) -> str:
     with tempfile.TemporaryDirectory() as folder:
@@ -207,21 +264,9 @@ def check_load_old_h5(load_old_h5: Callable[[str], Any]) -> str:
             path = os.path.join(folder, f"depthwise_groups_{value}.h5")
             original, x = write_keras2_style_h5(path, "depthwise", value)
             _loads_like(load_old_h5, path, "depthwise", "groups", value, original, x)
-        bad = os.path.join(folder, "recurrent_changing.h5")
-        write_keras2_style_h5(bad, "recurrent", True)
-        before = _digest(bad)
-        refused, loaded = False, None
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                loaded = load_old_h5(bad)
-        except Exception:  # the prompt allows any exception
-            refused = True
-        require(refused or loaded is None or isinstance(loaded, keras.Model),
-                _not_keras3(loaded) + "; a time_major=True file must raise")
-        require(refused, "a file with time_major=True loaded: that value changes the computation "
-                "and must raise; drop only time_major=False (legacy_custom_objects() does this)")
-        require(_digest(bad) == before, "the refused file was changed: leave the file as it is")
+        # time_major=True in one layer only, each kind in turn: a refusal by one class must not pass for all
+        for only in (("LSTM",), ("GRU",)):
+            _refuses(load_old_h5, os.path.join(folder, f"recurrent_changing_{only[0].lower()}.h5"), only)
     return ("time_major=False and groups=1 or 2 files load uncompiled with equal outputs; "
             "time_major=True raises; the files are unchanged")
 
@@ -267,14 +312,26 @@ def _same_values(found: list, wanted: list) -> bool:
     return not remaining
 
 
+def _not_a_keras3_layer(found: Any) -> str:
+    """Why ``found`` is not the layer asked for, by what it is: a tf_keras layer, the loaded module, other."""
+    kind = f"{type(found).__module__.split('.')[0]}.{type(found).__name__}"
+    legacy = ("tf_keras", "tensorflow_hub", "tensorflow.python.keras")
+    if any(cls.__module__.startswith(legacy) for cls in type(found).__mro__):
+        return (f"hub_layer returned a {kind}, a Keras 2 (tf_keras) layer, like hub.KerasLayer: it cannot go into "
+                "a Keras 3 model. Return a Keras 3 layer (keras.layers.Layer), section 5, 'TF Hub models in Keras 3'")
+    if isinstance(found, tf.Module) or hasattr(found, "signatures"):
+        return (f"hub_layer returned the loaded module itself ({kind}), which is not a Keras layer: wrap it in a "
+                "Keras 3 layer that calls it and tracks its variables (section 5, 'TF Hub models in Keras 3')")
+    return (f"hub_layer returned a {kind}, not a Keras 3 layer (keras.layers.Layer): see section 5, "
+            "'TF Hub models in Keras 3'")
+
+
 @exercise_check("13.3")
 def check_hub_layer(hub_layer: Callable[[str], Any]) -> str:
     with tempfile.TemporaryDirectory() as folder:
         case = make_hub_module(os.path.join(folder, "text_hub_module"))
         layer = hub_layer(os.path.join(folder, "text_hub_module"))
-        require(isinstance(layer, keras.layers.Layer),
-                f"hub_layer returned a {type(layer).__module__}.{type(layer).__name__}, not a Keras 3 layer "
-                "(keras.layers.Layer): a tf_keras layer, like hub.KerasLayer, cannot go into a Keras 3 model")
+        require(isinstance(layer, keras.layers.Layer), _not_a_keras3_layer(layer))
         out = layer(case["x"])
         if isinstance(out, dict) and len(out) == 1:
             (out,) = out.values()
