@@ -88,12 +88,50 @@ def test_collect_results_reads_executed_notebooks_with_right_wrong_and_missing_a
     csv_file = tmp_path / "results.csv"
     assert collect_results.main([str(submissions), "--csv", str(csv_file)]) == 0
     table = capsys.readouterr().out.splitlines()
-    assert table[0].split(" | ") == ["learner", "00.1", "00.2", "00.3", "passed"]
+    assert table[0].split(" | ") == ["learner", "00.1", "00.2", "00.3", "passed", "handed in"]
     assert [row.split(" | ")[0].strip() for row in table[2:5]] == ["ada", "bob", "cy"]
-    assert table[3].split(" | ")[1:] == ["✘   ", "–   ", "✔   ", "1/3"]
+    assert table[3].split(" | ")[1:] == ["✘   ", "–   ", "✔   ", "1/3   ", "3/3"]
     lines = csv_file.read_text().splitlines()
     assert lines[0] == "learner,exercise,verdict" and "bob,00.1,not right" in lines and len(lines) == 10
-    assert collect_results.main([str(submissions), "--csv", str(csv_file)]) == 1, "an existing CSV is kept"
+    assert collect_results.main([str(submissions), "--csv", str(csv_file)]) == 0, "a second run works"
+    assert (tmp_path / "results-2.csv").read_text().splitlines() == lines, "beside the first, not over it"
+    assert csv_file.read_text().splitlines() == lines
+
+
+def test_every_learner_is_counted_out_of_the_same_exercises_and_handed_in_is_shown_apart():
+    course = {"03": ["03.1", "03.2", "03.3"], "06": ["06.1", "06.2", "06.3"]}
+    # ada handed in both chapters and passed 2 of 6; bo only chapter 03 and passed none of it.
+    results = {"ada": {"03.1": "passed", "03.2": "not right", "03.3": "not done",
+                       "06.1": "passed", "06.2": "not right", "06.3": "not run"},
+               "bo": {"03.1": "not right", "03.2": "not done", "03.3": "not right"}}
+    table = collect_results.format_results(results, course).splitlines()
+    assert table[0].split(" | ")[-2:] == ["passed", "handed in"]
+    assert [row.split(" | ")[-2:] for row in table[2:4]] == [["2/6   ", "6/6"], ["0/6   ", "3/6"]]
+    assert "(blank) not handed in" in table[-1]
+
+
+def test_a_second_run_never_overwrites_a_file_and_force_replaces_only_its_own_csv(tmp_path):
+    course = {"00": ["00.1"]}
+    first = {"ada": {"00.1": "not right"}}
+    target = tmp_path / "results.csv"
+    assert collect_results.write_csv(first, target, course=course) == target
+    assert collect_results.write_csv({"ada": {"00.1": "passed"}}, target, course=course) == tmp_path / "results-2.csv"
+    assert "not right" in target.read_text(), "the first file is kept"
+    assert collect_results.write_csv({"ada": {"00.1": "passed"}}, target, force=True, course=course) == target
+    assert "ada,00.1,passed" in target.read_text(), "--force replaces the tool's own CSV"
+    notes = tmp_path / "notes.csv"
+    notes.write_text("my own grades\n")
+    with pytest.raises(FileExistsError, match="not a CSV collect_results wrote"):
+        collect_results.write_csv(first, notes, force=True, course=course)
+    assert notes.read_text() == "my own grades\n"
+    assert collect_results.write_csv(first, notes, course=course).name == "notes-2.csv"
+    assert notes.read_text() == "my own grades\n"
+
+
+def test_the_course_exercises_are_one_per_check_cell_of_each_solution():
+    course = collect_results.course_exercises()
+    assert sorted(course) == [path.stem[:2] for path in CHAPTERS]
+    assert course["00"] == ["00.1", "00.2", "00.3"] and all(course.values())
 
 
 def test_collect_results_refuses_a_notebook_it_cannot_attribute(tmp_path):
