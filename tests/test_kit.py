@@ -144,3 +144,42 @@ def test_the_setup_page_says_what_to_install_on_a_wsl_ubuntu_whose_python_is_too
     setup = (ROOT / "instructors" / "setup.md").read_text(encoding="utf-8")
     assert "Ubuntu 22.04" in setup and "3.10" in setup, "Ubuntu 22.04's python3 (3.10) is not supported: say so"
     assert "sudo apt update && sudo apt install python3.11 python3.11-venv" in setup
+
+
+def test_the_one_day_schedule_adds_up_and_has_room_for_installs_introductions_breaks_and_feedback():
+    import re
+
+    text = (ROOT / "instructors" / "schedule.md").read_text(encoding="utf-8")
+    day = text.split("## One day", 1)[1].split("\n## ", 1)[0]
+    rows = re.findall(r"^\| (\d\d):(\d\d) \| ([^|]+) \|", day, re.M)
+    minutes = [(int(h) * 60 + int(m), what.strip()) for h, m, what in rows]
+    assert minutes[-1][1] == "end", "the day has an end time"
+    for (start, what), (following, _) in zip(minutes, minutes[1:]):
+        chapter = re.match(r"\[(\d\d) ·", what)
+        length = make_kit.TEACHING[chapter[1]][0] if chapter else int(re.search(r"\((\d+) min\)", what + " (30 min)")[1])
+        assert start + length == following, f"{what}: {length} min from {start // 60}:{start % 60:02} does not reach the next row"
+    kinds = " ".join(what for _, what in minutes)
+    for needed in ("install", "introductions", "break", "lunch", "buffer", "feedback", "wrap-up"):
+        assert needed in kinds, needed
+
+
+def test_every_glossary_entry_points_to_a_chapter_that_mentions_it():
+    import re
+
+    glossary = (ROOT / "instructors" / "glossary.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| \*\*(.+?)\*\*(?: \([^)]*\))? \| (.+?) \| \[(\d\d)\]\(\.\./notebooks/(\d\d_\w+)\.ipynb\) \|$",
+                      glossary, re.M)
+    assert len(rows) == glossary.count("\n| **") and len(rows) >= 20
+    names = [path.stem for path in CHAPTERS]
+    for term, meaning, number, stem in rows:
+        assert stem in names and stem.startswith(number), f"{term}: no chapter {stem}"
+        notebook = make_kit.nbformat.read(ROOT / "solutions" / f"{stem}.ipynb", as_version=4)
+        text = " ".join(cell.source for cell in notebook.cells).replace("`", "").lower()
+        assert term.replace("`", "").lower() in text, f"{term}: chapter {number} does not mention it"
+        assert meaning.count(". ") == 0 and meaning.endswith("."), f"{term}: one sentence"
+    terms = [term.replace("`", "").lstrip(".").lower() for term, *_ in rows]
+    assert terms == sorted(terms), "the glossary is in alphabetical order"
+    for needed in ("twin", "slot", "shard", "object graph", "restore-on-create", "name-based checkpoint",
+                   "signature", "endpoint", "legacy .h5", "keras", "tf-keras", "tfsmlayer",
+                   "frozen graph", "litert"):
+        assert needed in terms, needed
