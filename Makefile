@@ -4,6 +4,9 @@
 #   make lab         set up, then open the course in JupyterLab
 #   make test        set up, then run every test (what CI runs)
 #   make check       one-step check of a learner's machine before a workshop
+#   make wheels WHEELS=DIR   download every wheel the course installs into DIR (with a network)
+#   make offline WHEELS=DIR  set up .venv from those wheels alone, with no network
+#   make results FOLDER=DIR  which exercises each learner passed (tools/collect_results.py)
 #   make site        build the course as a static website in build/site (slides in build/site/slides)
 #   make exercises   regenerate notebooks/ from solutions/
 #   make solutions   re-run every solution notebook in place, then regenerate notebooks/
@@ -24,6 +27,10 @@ endif
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+PIP := $(BIN)/python -m pip --disable-pip-version-check
+LOCK := requirements.lock
+WHEELS ?=
+WHEELS_FOR ?=
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
 NBCONVERT_EXECUTE := $(BIN)/jupyter nbconvert --to notebook --execute --inplace \
 	--ExecutePreprocessor.timeout=1200 --ExecutePreprocessor.record_timing=False
@@ -31,11 +38,12 @@ TOOLS := build/tools
 UV := $(TOOLS)/bin/uv
 
 .PHONY: setup lab test test-units test-solutions test-exercises check site exercises solutions \
-	lock versions bench clean
+	wheels offline results lock versions bench clean
 
 setup: $(STAMP)
 
-$(STAMP): requirements.lock pyproject.toml
+# The checks every route into .venv makes first: a supported Python, then .venv created with it.
+define make_venv
 	@test -n "$(PYTHON)" || { \
 		echo "The course needs Python 3.11, 3.12 or 3.13 (TensorFlow 2.21 with Keras 3.15)."; \
 		echo "Found: $$(python3 --version 2>&1 || echo 'no python3')."; \
@@ -46,15 +54,53 @@ $(STAMP): requirements.lock pyproject.toml
 		echo "PYTHON=$(PYTHON) is $$($(PYTHON) --version 2>&1); the course needs 3.11, 3.12 or 3.13."; \
 		exit 1; }
 	@test -x $(BIN)/python || { echo "Creating $(VENV) with $$($(PYTHON) --version)"; $(PYTHON) -m venv $(VENV); }
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.lock
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
+endef
+
+$(STAMP): $(LOCK) pyproject.toml
+	$(make_venv)
+	$(PIP) install --quiet -r $(LOCK)
+	$(PIP) install --quiet --no-deps -e .
+	@touch $(STAMP)
+
+# The offline route, for a room without a network (a folder of wheels on a USB stick).
+# `make wheels` downloads every package of the lock as a wheel, setuptools and wheel included
+# (they are in the lock: the course's own package is built with them); the wheels fit the
+# operating system and Python version of the machine that downloads them, or those named in
+# WHEELS_FOR (pip download's --platform/--python-version options).
+# `make offline` creates .venv if it is missing and installs from that folder alone: --no-index,
+# and the course's own package without build isolation (which would ask the network for
+# setuptools), so that `make check` and `make lab` then find .venv ready and ask for nothing.
+wheels:
+	@test -n "$(WHEELS)" || { echo "Name the folder to download into: make wheels WHEELS=/path/to/wheels"; exit 1; }
+	$(or $(PYTHON),python3) -m pip download --disable-pip-version-check --only-binary=:all: \
+		$(WHEELS_FOR) --dest $(WHEELS) -r $(LOCK)
+
+offline:
+	@test -d "$(WHEELS)" || { echo "Name the folder of wheels (made by make wheels): make offline WHEELS=/path/to/wheels"; exit 1; }
+	$(make_venv)
+	$(PIP) install --quiet --no-index --find-links $(WHEELS) -r $(LOCK)
+	$(PIP) install --quiet --no-index --find-links $(WHEELS) --no-build-isolation --no-deps -e .
 	@touch $(STAMP)
 
 # Jupyter refuses to start as root unless told to; containers often run as root.
 LAB_FLAGS := $(if $(filter 0,$(shell id -u)),--allow-root)
 
+# The address `make lab` prints opens chapter 00 too when no browser opens (WSL, a remote machine,
+# a container): JupyterLab prints its LabApp.default_url, not the file named after it.
+# The file browser hides what builds write (build/, the package's *.egg-info) beside Jupyter's
+# own defaults (a repository's jupyter_server_config.json is not read: it must be flags).
+LAB_START := /lab/tree/notebooks/00_start_here.ipynb
+LAB_HIDE := ["__pycache__","*.pyc","*.pyo",".DS_Store","*.so","*.dylib","*~","build","*.egg-info"]
+
 lab: $(STAMP)
-	$(BIN)/jupyter lab $(LAB_FLAGS) --ServerApp.root_dir=. notebooks/00_start_here.ipynb
+	$(BIN)/jupyter lab $(LAB_FLAGS) --ServerApp.root_dir=. --LabApp.default_url=$(LAB_START) \
+		'--ContentsManager.hide_globs=$(LAB_HIDE)' notebooks/00_start_here.ipynb
+
+# Which exercises each learner passed, from their saved notebooks (tools/collect_results.py):
+# make results FOLDER=submissions [CSV=results.csv] [FORCE=1 to replace its own earlier CSV].
+results: $(STAMP)
+	@test -n "$(FOLDER)" || { echo "Name the folder of notebooks: make results FOLDER=submissions"; exit 1; }
+	$(BIN)/python tools/collect_results.py $(FOLDER) $(if $(CSV),--csv $(CSV)) $(if $(FORCE),--force)
 
 # One pytest process for everything: unit tests, doctests, every solution notebook with its
 # stored outputs compared (strict nbval), every exercise notebook tested for what differs from

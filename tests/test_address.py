@@ -84,6 +84,10 @@ def test_while_unset_the_docs_say_where_to_set_it_and_point_nowhere(tmp_path):
     assert "colab.research.google.com" not in readme
     kit = texts["instructors/README.md"]
     assert "git clone <the course's address>" in kit and "pyproject.toml" in kit
+    setup = re.sub(r"<!--.*?-->", "", texts["instructors/setup.md"])  # the learners' page: nothing for them to fill in or skip
+    for note in ["<the course's address>", "<its folder>", "pyproject.toml", "course_address", "This copy"]:
+        assert note not in setup, note
+    assert "zip file" in setup and "make check" in setup
     assert "# repository-code: not set yet" in texts["CITATION.cff"]
     assert make_exercises.colab_cells(CHAPTERS[0], None, "v0.2.0") == []
 
@@ -102,6 +106,8 @@ def test_once_set_every_place_names_the_address(tmp_path):
     assert binder == ["https://mybinder.org/v2/gh/example-org/tf-model-state-course/v0.2.0"
                       "?urlpath=lab/tree/notebooks/00_start_here.ipynb"]
     assert f"git clone {URL} && cd tf-model-state-course" in texts["instructors/README.md"]
+    assert f"git clone {URL} && cd tf-model-state-course" in texts["instructors/setup.md"]
+    assert "pyproject.toml" not in re.sub(r"<!--.*?-->", "", texts["instructors/setup.md"])
     assert f'repository-code: "{URL}"' in texts["CITATION.cff"]
     assert "# repository-code" not in texts["CITATION.cff"]
     cells = make_exercises.colab_cells(CHAPTERS[1], URL, "v0.2.0")

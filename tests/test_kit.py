@@ -88,12 +88,50 @@ def test_collect_results_reads_executed_notebooks_with_right_wrong_and_missing_a
     csv_file = tmp_path / "results.csv"
     assert collect_results.main([str(submissions), "--csv", str(csv_file)]) == 0
     table = capsys.readouterr().out.splitlines()
-    assert table[0].split(" | ") == ["learner", "00.1", "00.2", "00.3", "passed"]
+    assert table[0].split(" | ") == ["learner", "00.1", "00.2", "00.3", "passed", "handed in"]
     assert [row.split(" | ")[0].strip() for row in table[2:5]] == ["ada", "bob", "cy"]
-    assert table[3].split(" | ")[1:] == ["✘   ", "–   ", "✔   ", "1/3"]
+    assert table[3].split(" | ")[1:] == ["✘   ", "–   ", "✔   ", "1/3   ", "3/3"]
     lines = csv_file.read_text().splitlines()
     assert lines[0] == "learner,exercise,verdict" and "bob,00.1,not right" in lines and len(lines) == 10
-    assert collect_results.main([str(submissions), "--csv", str(csv_file)]) == 1, "an existing CSV is kept"
+    assert collect_results.main([str(submissions), "--csv", str(csv_file)]) == 0, "a second run works"
+    assert (tmp_path / "results-2.csv").read_text().splitlines() == lines, "beside the first, not over it"
+    assert csv_file.read_text().splitlines() == lines
+
+
+def test_every_learner_is_counted_out_of_the_same_exercises_and_handed_in_is_shown_apart():
+    course = {"03": ["03.1", "03.2", "03.3"], "06": ["06.1", "06.2", "06.3"]}
+    # ada handed in both chapters and passed 2 of 6; bo only chapter 03 and passed none of it.
+    results = {"ada": {"03.1": "passed", "03.2": "not right", "03.3": "not done",
+                       "06.1": "passed", "06.2": "not right", "06.3": "not run"},
+               "bo": {"03.1": "not right", "03.2": "not done", "03.3": "not right"}}
+    table = collect_results.format_results(results, course).splitlines()
+    assert table[0].split(" | ")[-2:] == ["passed", "handed in"]
+    assert [row.split(" | ")[-2:] for row in table[2:4]] == [["2/6   ", "6/6"], ["0/6   ", "3/6"]]
+    assert "(blank) not handed in" in table[-1]
+
+
+def test_a_second_run_never_overwrites_a_file_and_force_replaces_only_its_own_csv(tmp_path):
+    course = {"00": ["00.1"]}
+    first = {"ada": {"00.1": "not right"}}
+    target = tmp_path / "results.csv"
+    assert collect_results.write_csv(first, target, course=course) == target
+    assert collect_results.write_csv({"ada": {"00.1": "passed"}}, target, course=course) == tmp_path / "results-2.csv"
+    assert "not right" in target.read_text(), "the first file is kept"
+    assert collect_results.write_csv({"ada": {"00.1": "passed"}}, target, force=True, course=course) == target
+    assert "ada,00.1,passed" in target.read_text(), "--force replaces the tool's own CSV"
+    notes = tmp_path / "notes.csv"
+    notes.write_text("my own grades\n")
+    with pytest.raises(FileExistsError, match="not a CSV collect_results wrote"):
+        collect_results.write_csv(first, notes, force=True, course=course)
+    assert notes.read_text() == "my own grades\n"
+    assert collect_results.write_csv(first, notes, course=course).name == "notes-2.csv"
+    assert notes.read_text() == "my own grades\n"
+
+
+def test_the_course_exercises_are_one_per_check_cell_of_each_solution():
+    course = collect_results.course_exercises()
+    assert sorted(course) == [path.stem[:2] for path in CHAPTERS]
+    assert course["00"] == ["00.1", "00.2", "00.3"] and all(course.values())
 
 
 def test_collect_results_refuses_a_notebook_it_cannot_attribute(tmp_path):
@@ -106,3 +144,42 @@ def test_the_setup_page_says_what_to_install_on_a_wsl_ubuntu_whose_python_is_too
     setup = (ROOT / "instructors" / "setup.md").read_text(encoding="utf-8")
     assert "Ubuntu 22.04" in setup and "3.10" in setup, "Ubuntu 22.04's python3 (3.10) is not supported: say so"
     assert "sudo apt update && sudo apt install python3.11 python3.11-venv" in setup
+
+
+def test_the_one_day_schedule_adds_up_and_has_room_for_installs_introductions_breaks_and_feedback():
+    import re
+
+    text = (ROOT / "instructors" / "schedule.md").read_text(encoding="utf-8")
+    day = text.split("## One day", 1)[1].split("\n## ", 1)[0]
+    rows = re.findall(r"^\| (\d\d):(\d\d) \| ([^|]+) \|", day, re.M)
+    minutes = [(int(h) * 60 + int(m), what.strip()) for h, m, what in rows]
+    assert minutes[-1][1] == "end", "the day has an end time"
+    for (start, what), (following, _) in zip(minutes, minutes[1:]):
+        chapter = re.match(r"\[(\d\d) ·", what)
+        length = make_kit.TEACHING[chapter[1]][0] if chapter else int(re.search(r"\((\d+) min\)", what + " (30 min)")[1])
+        assert start + length == following, f"{what}: {length} min from {start // 60}:{start % 60:02} does not reach the next row"
+    kinds = " ".join(what for _, what in minutes)
+    for needed in ("install", "introductions", "break", "lunch", "buffer", "feedback", "wrap-up"):
+        assert needed in kinds, needed
+
+
+def test_every_glossary_entry_points_to_a_chapter_that_mentions_it():
+    import re
+
+    glossary = (ROOT / "instructors" / "glossary.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| \*\*(.+?)\*\*(?: \([^)]*\))? \| (.+?) \| \[(\d\d)\]\(\.\./notebooks/(\d\d_\w+)\.ipynb\) \|$",
+                      glossary, re.M)
+    assert len(rows) == glossary.count("\n| **") and len(rows) >= 20
+    names = [path.stem for path in CHAPTERS]
+    for term, meaning, number, stem in rows:
+        assert stem in names and stem.startswith(number), f"{term}: no chapter {stem}"
+        notebook = make_kit.nbformat.read(ROOT / "solutions" / f"{stem}.ipynb", as_version=4)
+        text = " ".join(cell.source for cell in notebook.cells).replace("`", "").lower()
+        assert term.replace("`", "").lower() in text, f"{term}: chapter {number} does not mention it"
+        assert meaning.count(". ") == 0 and meaning.endswith("."), f"{term}: one sentence"
+    terms = [term.replace("`", "").lstrip(".").lower() for term, *_ in rows]
+    assert terms == sorted(terms), "the glossary is in alphabetical order"
+    for needed in ("twin", "slot", "shard", "object graph", "restore-on-create", "name-based checkpoint",
+                   "signature", "endpoint", "legacy .h5", "keras", "tf-keras", "tfsmlayer",
+                   "frozen graph", "litert"):
+        assert needed in terms, needed

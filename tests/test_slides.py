@@ -411,3 +411,51 @@ def test_printed_each_slide_is_a_page_in_light_colours_even_from_a_dark_system(d
         == "none", "the keyboard hint is for the screen, not for paper"
     pdf = base64.b64decode(deck_browser.execute_cdp_cmd("Page.printToPDF", {"landscape": True})["data"])
     assert len(re.findall(rb"/Type\s*/Page\b", pdf)) == total, "one printed page per slide"
+
+
+# --------------------------------------------------------------------------- output and names
+
+
+def _chosen_cells(notebook) -> list:
+    """The notebook's cells that became key-code slides, in order."""
+    sources = [slide.source for slide in make_slides.key_code(notebook)]
+    cells = [cell for cell in notebook.cells if cell.cell_type == "code" and cell.source in sources]
+    return [next(cell for cell in cells if cell.source == source) for source in sources]
+
+
+def test_every_key_code_slide_shows_the_output_its_cell_stores(decks):
+    for path in CHAPTERS:
+        notebook = nbformat.read(path, as_version=4)
+        slides = [body for kind, body in _slides((decks / f"{path.stem}.html").read_text()) if kind == "code-slide"]
+        cells = _chosen_cells(notebook)
+        assert len(slides) == len(cells), path.stem
+        for body, cell in zip(slides, cells):
+            shown = re.search(r'<pre class="output"><samp>(.*?)</samp></pre>', body, re.S)
+            printed = [o for o in cell.outputs if o.output_type in ("stream", "error", "execute_result", "display_data")]
+            assert bool(shown) == bool(printed), f"{path.stem}: {cell.source.splitlines()[0]!r}: output shown {bool(shown)}"
+            if shown:
+                first = make_slides.output_text(cell).splitlines()[0]
+                assert html.unescape(shown[1]).splitlines()[0] == first
+
+
+def test_every_name_a_code_slide_uses_is_defined_on_the_deck_or_named_in_its_note(decks):
+    """Chapter 12's slide on build(): `late.LateModel` and `round_trip` come from earlier sections."""
+    for path in CHAPTERS:
+        notebook = nbformat.read(path, as_version=4)
+        imported = set()  # what the chapter imports from libraries and its setup: known to the room
+        for cell in notebook.cells:
+            if cell.cell_type == "code":
+                imported |= {name for name, module in make_slides._imports(cell.source).items()
+                             if not module.startswith("helpers") or module in make_slides._SETUP_MODULES}
+        slides = [body for kind, body in _slides((decks / f"{path.stem}.html").read_text()) if kind == "code-slide"]
+        defined: set[str] = set()
+        for body, cell in zip(slides, _chosen_cells(notebook)):
+            note = re.search(r'<p class="earlier">(.*?)</p>', body, re.S)
+            noted = set(re.findall(r"<code>(\w+)</code> \(", note[1])) if note else set()
+            missing = make_slides.free_names(cell.source) - defined - noted - imported
+            assert not missing, f"{path.stem}: {sorted(missing)} used on a slide that does not say where they come from"
+            defined |= make_slides.bound_names(cell.source)
+    twelve = (decks / "12_custom_code_on_reload.html").read_text()
+    build = next(body for kind, body in _slides(twelve) if kind == "code-slide" and "late.LateModel" in _text(body))
+    assert "<code>late</code> (section 4)" in build or "<code>late</code> (section" in build
+    assert "<code>round_trip</code> (recipe, <code>helpers.keras_files</code>)" in build

@@ -54,6 +54,7 @@ PAGES = {
     "instructors/schedule.md": "Workshop schedules",
     "instructors/chapters.md": "Chapter notes for instructors",
     "instructors/cheatsheet.md": "Cheat sheet: symptom, cause, fix",
+    "instructors/glossary.md": "Glossary",
     "CONTRIBUTING.md": "Writing for the course",
     "LICENSE-TEXT.md": "Licence of the text",
 }

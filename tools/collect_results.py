@@ -1,6 +1,9 @@
 """Which exercises each learner passed, from their executed notebooks: no nbgrader needed.
 
-    python tools/collect_results.py FOLDER [--csv results.csv]
+    make results FOLDER=submissions [CSV=results.csv] [FORCE=1]
+    .venv/bin/python tools/collect_results.py FOLDER [--csv results.csv] [--force]
+
+(It needs the course's environment, for nbformat: ``make results`` runs it with .venv's Python.)
 
 FOLDER holds the learners' exercise notebooks, run and saved ("Restart and run all", then save):
 either one folder per learner (``FOLDER/ada/03_many_models.ipynb``) or flat files named
@@ -12,14 +15,23 @@ exercise is read from the stored output of its check cell (the cells nbgrader wo
 * ``–`` not done (the stub still raises ``NotImplementedError``);
 * ``·`` not run (the check cell has no output: the notebook was saved without running it).
 
-It prints one row per learner, one column per exercise and the number passed, and with
-``--csv`` writes one line per learner and exercise. It never changes the notebooks.
+It prints one row per learner and one column per exercise of every chapter anyone handed in
+(all of that chapter's exercises, from solutions/), so that every row is counted out of the same
+number: "passed" is out of all those exercises, "handed in" says how many of them the learner's
+notebooks held (a blank cell: not handed in). With ``--csv`` it also writes one line per learner
+and exercise. It never changes the notebooks, and never overwrites a file: when the CSV named
+exists, it writes the next free name beside it (``results-2.csv``) and says so; ``--force``
+replaces the named file only when that file is a CSV this tool wrote (its header line).
 
 Example:
-    >>> print(format_results({"ada": {"00.1": "passed", "00.2": "not right"}}))  # doctest: +NORMALIZE_WHITESPACE
-    learner | 00.1 | 00.2 | passed
-    --------+------+------+-------
-    ada     | ✔    | ✘    | 1/2
+    >>> print(format_results({"ada": {"00.1": "passed", "00.2": "not right"}, "bo": {"00.1": "passed"}},
+    ...                      {"00": ["00.1", "00.2", "00.3"]}))  # doctest: +NORMALIZE_WHITESPACE
+    learner | 00.1 | 00.2 | 00.3 | passed | handed in
+    --------+------+------+------+--------+----------
+    ada     | ✔    | ✘    |      | 1/3    | 2/3
+    bo      | ✔    |      |      | 1/3    | 1/3
+    <BLANKLINE>
+    ✔ passed  ✘ not right  – not done  · not run  (blank) not handed in
 """
 
 from __future__ import annotations
@@ -32,7 +44,9 @@ from pathlib import Path
 
 import nbformat
 
+ROOT = Path(__file__).resolve().parent.parent
 CHECK_TAG = "exercise-check"
+CSV_HEADER = ["learner", "exercise", "verdict"]
 SYMBOLS = {"passed": "✔", "not right": "✘", "not done": "–", "not run": "·"}
 _EXERCISE = re.compile(r"Exercise (\d\d\.\d+)")
 
@@ -92,52 +106,117 @@ def collect(folder: Path) -> dict[str, dict[str, str]]:
     return results
 
 
-def format_results(results: dict[str, dict[str, str]]) -> str:
-    """A plain-text table: one row per learner, one column per exercise, and the count passed."""
-    exercises = sorted({exercise for verdicts in results.values() for exercise in verdicts})
-    headers = ["learner", *exercises, "passed"]
+def course_exercises(solutions: Path = ROOT / "solutions") -> dict[str, list[str]]:
+    """Chapter number (``"03"``) -> its exercise ids, in order: one per check cell of its solution."""
+    exercises: dict[str, list[str]] = {}
+    for path in sorted(solutions.glob("[0-9][0-9]_*.ipynb")):
+        notebook = nbformat.read(path, as_version=4)
+        count = sum(cell.cell_type == "code" and CHECK_TAG in cell.get("metadata", {}).get("tags", [])
+                    for cell in notebook.cells)
+        exercises[path.stem[:2]] = [f"{path.stem[:2]}.{k}" for k in range(1, count + 1)]
+    return exercises
+
+
+def _columns(results: dict[str, dict[str, str]], course: dict[str, list[str]]) -> list[str]:
+    """Every exercise of every chapter someone handed in (the course's list; else those seen)."""
+    seen = {exercise for verdicts in results.values() for exercise in verdicts}
+    columns = set(seen)
+    for chapter in {exercise.split(".")[0] for exercise in seen}:
+        columns.update(course.get(chapter, []))
+    return sorted(columns, key=lambda e: tuple(int(part) for part in e.split(".")))
+
+
+def format_results(results: dict[str, dict[str, str]], course: dict[str, list[str]] | None = None) -> str:
+    """A plain-text table: one row per learner, one column per exercise, passed and handed in.
+
+    Both counts are out of the same number for every learner: all the exercises of the chapters
+    in the table (``course``: chapter -> exercise ids, by default read from solutions/).
+    """
+    course = course_exercises() if course is None else course
+    exercises = _columns(results, course)
+    headers = ["learner", *exercises, "passed", "handed in"]
     rows = []
     for learner, verdicts in sorted(results.items()):
-        passed = sum(verdict == "passed" for verdict in verdicts.values())
-        rows.append([learner, *(SYMBOLS[verdicts[e]] if e in verdicts else " " for e in exercises),
-                     f"{passed}/{len(verdicts)}"])
+        passed = sum(verdicts.get(e) == "passed" for e in exercises)
+        handed = sum(e in verdicts for e in exercises)
+        rows.append([learner, *(SYMBOLS[verdicts[e]] if e in verdicts else "" for e in exercises),
+                     f"{passed}/{len(exercises)}", f"{handed}/{len(exercises)}"])
     widths = [max(len(str(row[i])) for row in [headers, *rows]) for i in range(len(headers))]
     line = lambda cells: " | ".join(str(cell).ljust(width) for cell, width in zip(cells, widths)).rstrip()
-    legend = "  ".join(f"{symbol} {name}" for name, symbol in SYMBOLS.items())
+    legend = "  ".join(f"{symbol} {name}" for name, symbol in SYMBOLS.items()) + "  (blank) not handed in"
     return "\n".join([line(headers), "-+-".join("-" * width for width in widths), *map(line, rows)]) + (
-        f"\n\n{legend}" if len(rows) > 1 else "")
+        f"\n\n{legend}")
 
 
-def write_csv(results: dict[str, dict[str, str]], target: Path) -> None:
-    if target.exists():
-        raise FileExistsError(f"{target} exists: name a new file for the CSV")
+def _written_by_us(path: Path) -> bool:
+    try:
+        with open(path, newline="", encoding="utf-8") as handle:
+            return next(csv.reader(handle), None) == CSV_HEADER
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
+def free_name(target: Path) -> Path:
+    """``target`` if it does not exist, else the first free ``stem-2.csv``, ``stem-3.csv``, ...
+
+    Example:
+        >>> free_name(Path("no-such-folder/results.csv")).name
+        'results.csv'
+    """
+    candidate, number = target, 1
+    while candidate.exists():
+        number += 1
+        candidate = target.with_name(f"{target.stem}-{number}{target.suffix}")
+    return candidate
+
+
+def write_csv(results: dict[str, dict[str, str]], target: Path, *, force: bool = False,
+              course: dict[str, list[str]] | None = None) -> Path:
+    """Write learner,exercise,verdict lines; returns the file written (never another's file).
+
+    An existing ``target`` is kept: the lines go to the next free name beside it, unless
+    ``force`` and ``target`` is a CSV this tool wrote (then it is replaced).
+    """
+    if target.exists() and not (force and target.is_file() and _written_by_us(target)):
+        if force:
+            raise FileExistsError(f"{target} exists and is not a CSV collect_results wrote: "
+                                  "name another file for --csv")
+        target = free_name(target)
+    course = course_exercises() if course is None else course
+    exercises = _columns(results, course)
     with open(target, "w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
-        writer.writerow(["learner", "exercise", "verdict"])
+        writer.writerow(CSV_HEADER)
         for learner, verdicts in sorted(results.items()):
-            for exercise, verdict in sorted(verdicts.items()):
-                writer.writerow([learner, exercise, verdict])
+            for exercise in exercises:
+                writer.writerow([learner, exercise, verdicts.get(exercise, "not handed in")])
+    return target
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("folder", type=Path, help="the learners' executed notebooks")
-    parser.add_argument("--csv", type=Path, help="also write learner,exercise,verdict lines here (a new file)")
+    parser.add_argument("--csv", type=Path, help="also write learner,exercise,verdict lines here "
+                        "(if it exists: the next free name beside it, results-2.csv)")
+    parser.add_argument("--force", action="store_true",
+                        help="replace the --csv file if it is one this tool wrote earlier")
     args = parser.parse_args(argv)
     if not args.folder.is_dir():
         print(f"{args.folder} is not a folder", file=sys.stderr)
         return 2
     try:
         results = collect(args.folder)
-        if args.csv:
-            write_csv(results, args.csv)
+        if not results:
+            print(f"no notebooks in {args.folder}", file=sys.stderr)
+            return 1
+        written = write_csv(results, args.csv, force=args.force) if args.csv else None
     except (ValueError, FileExistsError) as error:
         print(error, file=sys.stderr)
         return 1
-    if not results:
-        print(f"no notebooks in {args.folder}", file=sys.stderr)
-        return 1
     print(format_results(results))
+    if written is not None:
+        kept = f" ({args.csv} exists and was kept)" if written != args.csv else ""
+        print(f"\nwrote {written}{kept}")
     return 0
 
 

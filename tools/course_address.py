@@ -175,6 +175,28 @@ def clone_block(root: Path = ROOT) -> str:
     return "\n".join([BEGIN, *lines, END])
 
 
+def setup_block(root: Path = ROOT) -> str:
+    """The learners' setup page's first step: get the course, then ``make check``.
+
+    Written for learners: with the address set, the clone line (or the zip file from the
+    repository's page); without it, what the instructor hands out (an address or a zip file),
+    never a placeholder to fill in or a note for the instructor.
+    """
+    url = repository(root)
+    if url:
+        folder = url.rsplit("/", 1)[1].removesuffix(".git")
+        lines = ["```bash", f"git clone {url} && cd {folder}", "make check", "```", "",
+                 f"No git? Open {url} in a browser, download the course as a zip file (on GitHub: "
+                 "**Code > Download ZIP**), unpack it, open a terminal in the unpacked folder, and run "
+                 "`make check` there."]
+    else:
+        lines = ["Your instructor sends you the course in one of two ways:", "",
+                 "- a git address: run `git clone` followed by that address, then `cd` into the folder it made;",
+                 "- a zip file: unpack it, then open a terminal in the unpacked folder.", "",
+                 "Then, in that folder:", "", "```bash", "make check", "```"]
+    return "\n".join([BEGIN, *lines, END])
+
+
 def citation_line(root: Path = ROOT) -> str:
     url = repository(root)
     if url:
@@ -186,7 +208,7 @@ def rendered(root: Path = ROOT) -> dict[str, str]:
     """Every file that names the address, as it should read (repository path -> text)."""
     texts = {}
     for name, block in (("README.md", readme_block(root)), ("instructors/README.md", clone_block(root)),
-                        ("instructors/setup.md", clone_block(root))):
+                        ("instructors/setup.md", setup_block(root))):
         path = root / name
         if not path.exists():
             continue

@@ -15,8 +15,11 @@ A deck holds, in this order:
   that shows a pitfall failing (``expect_error``, a recipe refusing bad input included), else one
   with an ``assert``, else the section's first code cell (among equals, one of three lines or more
   before a shorter one); plots, timings, imports, the course's stored files and the chapter's setup
-  are passed over. Each shows its section's heading and the cell's code as it is (at most 25
-  lines, as every course cell);
+  are passed over. Each shows its section's heading, the cell's code as it is (at most 25
+  lines, as every course cell), the output the notebook stores for it (``output_text``: its
+  printed text, result or error, at most 8 lines), and a line naming what the code uses that
+  no earlier slide of the deck defines (``defined_earlier``: the chapter's data, modules it
+  wrote, the recipes it imported);
 * each exercise's prompt with the code learners start from: the exercise notebook's stub, made by
   tools/make_exercises.py, so no solution is on a slide (the prompt too loses any marked solution,
   and "the table above" becomes "the chapter's table": the slide has none above);
@@ -66,10 +69,136 @@ _EXERCISE = re.compile(r"^\*\*Exercise (?P<number>\d\d\.\d)\b", re.MULTILINE)
 
 @dataclass(frozen=True)
 class CodeSlide:
-    """One slide of key code: its section's heading and the cell's source."""
+    """One slide of key code: its section's heading, the cell's source and its stored output, and
+    the names it uses that an earlier slide does not define (with where the chapter defines them)."""
 
     heading: str
     source: str
+    output: str = ""
+    earlier: tuple[str, ...] = ()
+
+
+MAX_OUTPUT_LINES = 8
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+# Names imported from these top-level packages need no note (the chapter's setup, libraries).
+_SETUP_MODULES = {"helpers.notebook", "helpers.checks", "helpers.errors"}
+
+
+def output_text(cell: nbformat.NotebookNode) -> str:
+    """What the notebook stores as the cell's output, as plain text (a plot as ``[plot]``), cut to
+    ``MAX_OUTPUT_LINES`` lines.
+
+    Example:
+        >>> cell = nbformat.v4.new_code_cell("print(1)", outputs=[nbformat.v4.new_output("stream", text="1\\n")])
+        >>> output_text(cell)
+        '1'
+    """
+    parts = []
+    for output in cell.get("outputs", []):
+        kind = output.get("output_type")
+        if kind == "stream":
+            parts.append(output.get("text", ""))
+        elif kind == "error":
+            parts.append(f"{output.get('ename', '')}: {output.get('evalue', '')}")
+        elif kind in ("execute_result", "display_data"):
+            data = output.get("data", {})
+            if "image/png" in data or "image/svg+xml" in data:
+                parts.append("[plot]")
+            elif "text/plain" in data:
+                parts.append(data["text/plain"])
+    lines = _ANSI.sub("", "\n".join(part.rstrip("\n") for part in parts)).strip("\n").splitlines()
+    if len(lines) > MAX_OUTPUT_LINES:
+        lines = [*lines[:MAX_OUTPUT_LINES - 1], "…"]
+    return "\n".join(lines)
+
+
+def _parsed(source: str) -> ast.AST | None:
+    try:
+        return ast.parse(source)
+    except SyntaxError:
+        return None
+
+
+def bound_names(source: str) -> set[str]:
+    """The names a cell defines: assigned, imported, ``def``/``class``, loop and ``with`` targets, arguments.
+
+    Example:
+        >>> sorted(bound_names("import numpy as np\\nfrom a import b\\nx, y = 1, 2\\ndef f(z): return z"))
+        ['b', 'f', 'np', 'x', 'y', 'z']
+    """
+    tree = _parsed(source)
+    if tree is None:
+        return set()
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            names.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {(alias.asname or alias.name).split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.arg):
+            names.add(node.arg)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            names.add(node.name)
+    return names
+
+
+def free_names(source: str) -> set[str]:
+    """The names a cell uses but does not define (builtins left out).
+
+    Example:
+        >>> sorted(free_names("model = late.LateModel()\\nprint(round_trip(model, x))"))
+        ['late', 'round_trip', 'x']
+    """
+    import builtins
+
+    tree = _parsed(source)
+    if tree is None:
+        return set()
+    used = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)}
+    return used - bound_names(source) - set(dir(builtins))
+
+
+def _imports(source: str) -> dict[str, str]:
+    """Name -> the module it is imported from, for every import of a cell."""
+    tree = _parsed(source)
+    found = {}
+    for node in ast.walk(tree) if tree is not None else []:
+        if isinstance(node, ast.ImportFrom):
+            found |= {alias.asname or alias.name: node.module or "" for alias in node.names}
+        elif isinstance(node, ast.Import):
+            found |= {(alias.asname or alias.name).split(".")[0]: alias.name for alias in node.names}
+    return found
+
+
+def _defined_earlier(notebook: nbformat.NotebookNode, index: int, names: set[str],
+                     places: dict[int, str]) -> tuple[str, ...]:
+    """For each of ``names``, where the chapter defines it before cell ``index``: a recipe's module,
+    or the section (``places``: cell index -> its section's number, "setup" before the first)."""
+    notes = {}
+    for position in range(index):
+        cell = notebook.cells[position]
+        if cell.cell_type != "code":
+            continue
+        imported = _imports(cell.source)
+        for name in names & bound_names(cell.source):
+            module = imported.get(name)
+            if module is not None and not module.startswith("helpers"):
+                notes[name] = None  # a library's name (tf, keras, np, os...): no note
+            elif module is not None and module in _SETUP_MODULES:
+                notes[name] = None  # the chapter's setup (expect_error...)
+            elif module is not None:
+                notes[name] = f"`{name}` (recipe, `{module}`)"
+            else:
+                notes.setdefault(name, f"`{name}` ({places.get(position, 'setup')})")
+        # A name defined by code the chapter holds in a string and runs (chapter 13's reader).
+        for name in names - set(notes):
+            if re.search(rf"^\s*(?:def|class) {name}\b|^\s*{name} = ", cell.source, re.M):
+                notes[name] = f"`{name}` ({places.get(position, 'setup')})"
+    for name in names - set(notes):
+        notes[name] = f"`{name}` (earlier in the chapter)"
+    return tuple(note for name, note in sorted(notes.items()) if note)
 
 
 @dataclass(frozen=True)
@@ -173,16 +302,24 @@ def key_code(notebook: nbformat.NotebookNode) -> list[CodeSlide]:
         [('1. One', 'with expect_error(E):\\n    f()'), ('2. Two', 'z = 3')]
     """
     recipes = _recipe_names(notebook)
-    chosen = []
-    for heading, indices in sections(notebook):
+    parts = sections(notebook)
+    places = {index: ("section " + (re.match(r"\d+", heading) or [heading])[0]) for heading, indices in parts
+              for index in indices}
+    picked = []
+    for heading, indices in parts:
         cells = [(index, notebook.cells[index]) for index in indices if notebook.cells[index].cell_type == "code"]
-        tagged = [cell for _, cell in cells if SLIDE_TAG in cell.metadata.get("tags", [])]
+        tagged = [(index, cell) for index, cell in cells if SLIDE_TAG in cell.metadata.get("tags", [])]
+        scored = [(_score(cell.source, index, recipes), index) for index, cell in cells if _is_candidate(cell)]
         if tagged:
-            chosen.append(CodeSlide(heading, tagged[0].source))
-            continue
-        scored = [(_score(cell.source, index, recipes), cell) for index, cell in cells if _is_candidate(cell)]
-        if scored:
-            chosen.append(CodeSlide(heading, max(scored, key=lambda pair: pair[0])[1].source))
+            picked.append((heading, tagged[0][0]))
+        elif scored:
+            picked.append((heading, max(scored)[1]))
+    chosen, shown = [], set()
+    for heading, index in picked:
+        cell = notebook.cells[index]
+        earlier = _defined_earlier(notebook, index, free_names(cell.source) - shown, places)
+        chosen.append(CodeSlide(heading, cell.source, output_text(cell), earlier))
+        shown |= bound_names(cell.source)
     return chosen
 
 
@@ -332,8 +469,11 @@ def slides(notebook: nbformat.NotebookNode, stem: str) -> list[str]:
     deck += _list_slides("objectives", "Objectives", make_kit.objectives(notebook),
                          lead='<p class="lead">After this chapter you will be able to:</p>')
     for slide in key_code(notebook):
+        earlier = (f'<p class="earlier">Defined earlier in the chapter: {_inline(", ".join(slide.earlier))}</p>'
+                   if slide.earlier else "")
+        output = f'<pre class="output"><samp>{html.escape(slide.output)}</samp></pre>' if slide.output else ""
         deck.append(f'<section class="slide code-slide"><p class="kind">Key code</p>'
-                    f"<h2>{_inline(slide.heading)}</h2>{_code(slide.source)}"
+                    f"<h2>{_inline(slide.heading)}</h2>{earlier}{_code(slide.source)}{output}"
                     "</section>")
     for exercise in exercises(notebook):
         stub = _code(exercise.stub) if exercise.stub else ""
@@ -376,6 +516,10 @@ pre.code { font-size: 0.8em; line-height: 1.3; background: var(--code-bg); margi
   padding: 0.6em 1em; border-radius: 6px; border-left: 4px solid var(--accent); overflow-x: auto;
   white-space: pre; }
 pre.code code { background: none; padding: 0; font-size: 1em; }
+pre.output { font-family: ui-monospace, "Cascadia Mono", "DejaVu Sans Mono", Menlo, Consolas, monospace;
+  font-size: 0.7em; line-height: 1.25; margin: 0.4em 0 0; padding: 0.3em 0.6em; overflow-x: auto;
+  white-space: pre; border-left: 4px solid var(--accent); color: var(--fg); }
+.earlier { font-size: 0.7em; color: var(--muted); margin: 0 0 0.4em; }
 .code-slide h2 { font-size: 1.15em; }
 .exercise .prompt { font-size: 0.85em; margin-bottom: 0.8em; }
 .exercise .prompt p { margin: 0.4em 0; }
@@ -411,6 +555,7 @@ pre.code code { background: none; padding: 0; font-size: 1em; }
     border: 0; break-after: page; page-break-after: always; font-size: 1em; }
   .slide:last-of-type { break-after: auto; page-break-after: auto; }
   pre.code { font-size: 10.5pt; white-space: pre-wrap; }
+  pre.output { font-size: 9.5pt; white-space: pre-wrap; }
   #controls, .keys { display: none; }
 }
 """
