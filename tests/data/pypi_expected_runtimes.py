@@ -212,7 +212,8 @@ def onnxruntime_datasets() -> None:
 def onnx_light() -> None:
     by = "onnx-caffe2 (ONNX IR 3, opset 9), from the onnx 1.23.2 wheel's backend test data"
     models = {"bvlc_alexnet": "data_0", "zfnet512": "gpu_0/data_0", "vgg19": "data_0",
-              "squeezenet": "data_0", "inception_v1": "data_0", "shufflenet": "gpu_0/data_0",
+              "squeezenet": "data_0", "inception_v1": "data_0", "inception_v2": "data_0",
+              "shufflenet": "gpu_0/data_0",
               "resnet50": "gpu_0/data_0"}
     image = pattern((1, 3, 224, 224), 0.0, 1.0)
     write("pypi-onnx", {f"light_{name}": entry(
