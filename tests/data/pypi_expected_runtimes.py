@@ -99,6 +99,12 @@ def mediapipe() -> None:
             "256x256 person mask", {"input_1": pattern((1, 256, 256, 3))},
             "The input pattern spans [-1, 1] on purpose: on a [0, 1] pattern the mask is zero "
             "everywhere (below 5e-6), which would prove nothing."),
+        "selfie_segmentation_landscape": entry(
+            "pypi-mediapipe", "selfie_segmentation_landscape.tflite", "tflite", by,
+            "MediaPipe selfie segmentation (landscape): 144x256 RGB -> 144x256 mask",
+            {"input_1": pattern((1, 144, 256, 3), -2.0, 2.0)},
+            "On any waves pattern this mask is near zero; on [-2, 2] its largest value is 0.025, "
+            "so the summary's max carries the check."),
         "hand_recrop": entry(
             "pypi-mediapipe", "hand_recrop.tflite", "tflite", by,
             "MediaPipe holistic hand re-crop model: 256x256 RGB in [0, 1] -> 4 crop values",
