@@ -69,3 +69,9 @@ def test_each_chapter_points_to_the_next_one_not_further():
         named = {int(n) for n in re.findall(r"(?:chapter|notebook|\*\*)\s*(\d\d)\b", text)}
         if named:  # a chapter that names what comes next names an existing chapter
             assert all(f"{n:02d}" in CHAPTERS for n in named), notebook.name
+
+
+def test_the_whole_course_schedule_has_every_chapter_once_in_order():
+    schedule = (ROOT / "instructors" / "schedule.md").read_text()
+    whole = schedule.split("the whole course", 1)[1].split("\n\n", 2)[1]  # the table after the heading
+    assert re.findall(r"(?:^|· |\| )(\d\d) [A-Z]", whole, flags=re.MULTILINE) == CHAPTERS

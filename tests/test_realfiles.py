@@ -10,7 +10,8 @@ import pytest
 from tests import realfiles
 from tests.realfiles import DATA
 
-LIMIT_BYTES = 5 * 1024 * 1024  # the whole store stays small
+LIMIT_BYTES = 12 * 1024 * 1024  # the whole store stays small (5 MiB until the 30 PyPI files of issue 33:
+# about 8 MiB more, the smallest real files found of each kind; see tests/data/README.md)
 NOT_ARTIFACTS = {"README.md", "MANIFEST.json", "LICENSE", "RESULTS.json"}  # RESULTS: measured, not a file to read
 REQUIRED = {"path", "kind", "written_by", "description", "input", "output", "notes"}
 
