@@ -24,14 +24,15 @@ import struct
 from helpers.files import path_text
 
 __all__ = ["UnsupportedOpsError", "tflite_ops_needed", "litert_ops_text", "onnx_not_implemented",
+           "converter_ops_missing",
            "LITERT_ROUTE", "ONNX_ROUTE"]
 
 _CUSTOM = 32  # BuiltinOperator.CUSTOM in LiteRT's schema
-LITERT_ROUTE = ("neither tf.lite.Interpreter nor ai_edge_litert's Interpreter links the Flex delegate or "
-                "registers custom ops: rewrite the model with builtin ops and convert again, or export "
-                "another format (ONNX, a frozen graph)")
-ONNX_ROUTE = ("upgrade the model's opset: onnx.version_converter.convert_version(onnx.load(path), 13), "
-              "save it under a new name and compare its outputs with the old software's")
+LITERT_ROUTE = ("Neither tf.lite.Interpreter nor ai_edge_litert's Interpreter links the Flex delegate or "
+                "registers custom ops. Routes: rewrite the model with builtin ops and convert again, or "
+                "export another format (ONNX, a frozen graph)")
+ONNX_ROUTE = ("Route: upgrade the model's opset with onnx.version_converter.convert_version(onnx.load(path), "
+              "13), save it under a new name and compare its outputs with the old software's")
 
 
 class UnsupportedOpsError(ValueError):
@@ -39,8 +40,7 @@ class UnsupportedOpsError(ValueError):
 
     def __init__(self, path: str, needs: str, route: str) -> None:
         self.path, self.needs, self.route = path, needs, route
-        super().__init__(f"{path!r} is an intact model file that this runtime cannot run: {needs}. "
-                         f"Route: {route}")
+        super().__init__(f"{path!r} is an intact model file that this runtime cannot run: {needs}. {route}")
 
 
 def _table(data: bytes, position: int) -> tuple[int, list[int]]:
@@ -116,6 +116,35 @@ def litert_ops_text(ops: list[str]) -> str:
     return "; ".join(parts)
 
 
+_NEITHER = re.compile(r"'tf\.(\w+)' op is neither a custom op nor a flex op")
+_CODE = re.compile(r"Error code: ERROR_NEEDS_(\w+?)_OPS?\b")
+
+
+def converter_ops_missing(error: BaseException | str) -> dict[str, str]:
+    """The TensorFlow ops a LiteRT conversion stopped at, each with what it needs: ``"flex"`` or ``"custom"``.
+
+    Read from ``TFLiteConverter.convert()``'s ``ConverterError`` (its text holds MLIR
+    locations, machine paths included; this keeps only the op names and error codes).
+    ``"flex"``: ``SELECT_TF_OPS`` converts it; ``"custom"``: no TensorFlow kernel in
+    the Select set either (only ``allow_custom_ops=True`` and a runtime with the op).
+
+    Example:
+        >>> converter_ops_missing("x.py:8:1: error: 'tf.MatrixInverse' op is neither a custom op "
+        ...                       "nor a flex op\\nx.py:8:1: note: Error code: ERROR_NEEDS_FLEX_OPS")
+        {'MatrixInverse': 'flex'}
+    """
+    found: dict[str, str] = {}
+    last = None
+    for line in str(error).splitlines():
+        op, code = _NEITHER.search(line), _CODE.search(line)
+        if op:
+            last = op.group(1)
+            found.setdefault(last, "?")
+        if code and last:
+            found[last] = code.group(1).lower()
+    return found
+
+
 _NOT_IMPLEMENTED = re.compile(r"implementation for (\w+)\((\d+)\) node")
 
 
@@ -128,7 +157,7 @@ def onnx_not_implemented(message: str, opsets: dict[str, int] | None = None) -> 
     Example:
         >>> onnx_not_implemented("[ONNXRuntimeError] : 9 : NOT_IMPLEMENTED : Could not find an "
         ...                      "implementation for Relu(1) node with name ''", {"": 5})
-        'op Relu at opset 5 (its version 1 of the op): onnxruntime has no kernel for it'
+        'op Relu at opset 5: onnxruntime has no kernel for that version of it (Relu-1)'
         >>> onnx_not_implemented("[ONNXRuntimeError] : 2 : INVALID_ARGUMENT : bad input") is None
         True
     """
@@ -139,4 +168,4 @@ def onnx_not_implemented(message: str, opsets: dict[str, int] | None = None) -> 
         return "onnxruntime has no kernel for one of its ops: " + message.splitlines()[0][-200:]
     opset = (opsets or {}).get("", (opsets or {}).get("ai.onnx"))
     at = f" at opset {opset}" if opset is not None else ""
-    return f"op {found.group(1)}{at} (its version {found.group(2)} of the op): onnxruntime has no kernel for it"
+    return f"op {found.group(1)}{at}: onnxruntime has no kernel for that version of it ({found.group(1)}-{found.group(2)})"

@@ -19,7 +19,8 @@ import pytest
 from helpers import deploy
 from helpers.errors import NotAModelFileError
 from helpers.identify import identify
-from helpers.model_ops import UnsupportedOpsError, litert_ops_text, onnx_not_implemented, tflite_ops_needed
+from helpers.model_ops import (
+    UnsupportedOpsError, converter_ops_missing, litert_ops_text, onnx_not_implemented, tflite_ops_needed)
 from tests.realfiles import manifest, real_file, truncated
 
 DATA = Path(__file__).parent / "data"
@@ -172,3 +173,15 @@ def test_a_real_frozen_graph_is_still_a_graph_def(tmp_path):
     run = deploy.load_frozen_graph(frozen.path, frozen.inputs, frozen.outputs)
     batch = np.ones((2, 3), "float32")
     assert np.allclose(run(batch), model(batch), atol=1e-6)
+
+
+def test_converter_ops_missing_reads_a_real_converter_error():
+    import tensorflow as tf
+
+    spec = [tf.TensorSpec([None, 3, 3], tf.float32)]
+    for body, expected in ((tf.linalg.inv, {"MatrixInverse": "flex"}), (tf.math.erfinv, {"Erfinv": "custom"})):
+        function = tf.function(body, input_signature=spec)
+        converter = tf.lite.TFLiteConverter.from_concrete_functions([function.get_concrete_function()], function)
+        with pytest.raises(Exception) as caught, deploy.quietly():
+            converter.convert()
+        assert converter_ops_missing(caught.value) == expected
