@@ -991,7 +991,7 @@ def _weights_h5(path: str, file: Any) -> Identification:
         # Weights only: build the model in Keras 3 code, then model.load_weights(path).
         # helpers.keras_files.missing_from_file(model, path) lists what the file lacks.
         loaded = describe_keras_file(path)
-        optimizer = sum(w.path.startswith("optimizer/") for w in loaded)
+        optimizer = sum(w.path.startswith("optimizer/") for w in loaded.weights)
         report = (f"{len(loaded) - optimizer} model weights and {optimizer} optimizer values, "
                   f"{loaded.total_bytes} bytes")
         """)
