@@ -11,7 +11,10 @@ Keras 2, ``model.export``, hub format), a frozen GraphDef, a ``.tflite`` or an
 writes anywhere. The answer says what wrote the file, what it holds, the
 course's silent traps that apply, and the code that loads it on TF 2.21 /
 Keras 3.15; ``.verify()`` runs that code in a fresh Python and says what it
-loaded. It reuses the chapters' recipes (``describe_checkpoint``,
+loaded. Code a file carries (a Lambda's bytecode, a SavedModel's stored functions,
+modules tf-keras imports by name: ``helpers.trust``) is never run unless the user
+passes ``trust=True``; a ``.keras`` archive's declared sizes are checked before any
+member is read (``helpers.files.check_archive_sizes``). It reuses the chapters' recipes (``describe_checkpoint``,
 ``describe_keras_file``, ``describe_saved_model``, ``describe_legacy_h5``,
 ``read_object_graph``); they import TensorFlow only when a file needs them.
 
@@ -22,7 +25,7 @@ Example:
     >>> print(info.verify())                                        # doctest: +SKIP
     verified: Sequential 'sequential': 4 weights, input (None, 4) -> output (None, 3)
 
-From a shell: ``python -m helpers PATH [--verify] [--json]``.
+From a shell: ``python -m helpers PATH [--verify [--trust]] [--json]``.
 """
 
 from __future__ import annotations
