@@ -1057,11 +1057,12 @@ def _saved_model(folder: str) -> Identification:
     else:
         kind = "savedmodel-tf2"
     info = Identification(folder, kind, written_by=written, runs_code=[SAVEDMODEL])
-    optimizer = description.optimizer_values
+    optimizer, metrics = description.optimizer_values, description.metric_values
+    parts = [f"{description.variable_count - optimizer - metrics} model", f"{optimizer} optimizer state",
+             f"{metrics} metrics"]
     info.holds = {"signatures": signatures,
-                  "saved values": (f"{description.variable_count} ({description.variable_count - optimizer}"
-                                   f" model, {optimizer} optimizer state)" if optimizer
-                                   else description.variable_count),
+                  "saved values": (f"{description.variable_count} ({', '.join(parts[:2 + bool(metrics)])})"
+                                   if optimizer or metrics else description.variable_count),
                   "bytes": _bytes_text(description.variable_bytes),
                   "assets": [a.filename for a in description.assets]}
     if len(description.tag_sets) > 1:

@@ -209,7 +209,7 @@ def test_a_protobuf_that_is_not_a_graphdef_is_not_a_frozen_graph(tmp_path):
 
 def test_counts_say_which_values_are_model_and_which_optimizer_state():
     info = identify(real_file("tf215", "savedmodel_keras2"))
-    assert info.holds["saved values"] == "24 (10 model, 14 optimizer state)"
+    assert info.holds["saved values"] == "24 (8 model, 14 optimizer state, 2 metrics)"
     weights = identify(real_file("tf215", "functional_bn_weights_new"))
     assert weights.holds["weights"] == len([w for w in describe_keras_file(
         real_file("tf215", "functional_bn_weights_new")).weights if not w.path.startswith("optimizer/")])
