@@ -11,7 +11,10 @@ Keras 2, ``model.export``, hub format), a frozen GraphDef, a ``.tflite`` or an
 writes anywhere. The answer says what wrote the file, what it holds, the
 course's silent traps that apply, and the code that loads it on TF 2.21 /
 Keras 3.15; ``.verify()`` runs that code in a fresh Python and says what it
-loaded. It reuses the chapters' recipes (``describe_checkpoint``,
+loaded. Code a file carries (a Lambda's bytecode, a SavedModel's stored functions,
+modules tf-keras imports by name: ``helpers.trust``) is never run unless the user
+passes ``trust=True``; a ``.keras`` archive's declared sizes are checked before any
+member is read (``helpers.files.check_archive_sizes``). It reuses the chapters' recipes (``describe_checkpoint``,
 ``describe_keras_file``, ``describe_saved_model``, ``describe_legacy_h5``,
 ``read_object_graph``); they import TensorFlow only when a file needs them.
 
@@ -22,7 +25,7 @@ Example:
     >>> print(info.verify())                                        # doctest: +SKIP
     verified: Sequential 'sequential': 4 weights, input (None, 4) -> output (None, 3)
 
-From a shell: ``python -m helpers PATH [--verify] [--json]``.
+From a shell: ``python -m helpers PATH [--verify [--trust]] [--json]``.
 """
 
 from __future__ import annotations
@@ -1008,7 +1011,7 @@ def _weights_h5(path: str, file: Any) -> Identification:
         # Weights only: build the model in Keras 3 code, then model.load_weights(path).
         # helpers.keras_files.missing_from_file(model, path) lists what the file lacks.
         loaded = describe_keras_file(path)
-        optimizer = sum(w.path.startswith("optimizer/") for w in loaded)
+        optimizer = sum(w.path.startswith("optimizer/") for w in loaded.weights)
         report = (f"{len(loaded) - optimizer} model weights and {optimizer} optimizer values, "
                   f"{loaded.total_bytes} bytes")
         """)
@@ -1071,11 +1074,12 @@ def _saved_model(folder: str) -> Identification:
     else:
         kind = "savedmodel-tf2"
     info = Identification(folder, kind, written_by=written, runs_code=[SAVEDMODEL])
-    optimizer = description.optimizer_values
+    optimizer, metrics = description.optimizer_values, description.metric_values
+    parts = [f"{description.variable_count - optimizer - metrics} model", f"{optimizer} optimizer state",
+             f"{metrics} metrics"]
     info.holds = {"signatures": signatures,
-                  "saved values": (f"{description.variable_count} ({description.variable_count - optimizer}"
-                                   f" model, {optimizer} optimizer state)" if optimizer
-                                   else description.variable_count),
+                  "saved values": (f"{description.variable_count} ({', '.join(parts[:2 + bool(metrics)])})"
+                                   if optimizer or metrics else description.variable_count),
                   "bytes": _bytes_text(description.variable_bytes),
                   "assets": [a.filename for a in description.assets]}
     if len(description.tag_sets) > 1:

@@ -125,7 +125,8 @@ class SavedModelDescription:
     variables, plus ``prune``, ``restore``, ``graph`` and ``initializer``, but
     no restored methods.
     ``variable_count`` and ``variable_bytes`` count the values stored in
-    ``variables/`` (``optimizer_values`` of them are an optimizer's state);
+    ``variables/`` (``optimizer_values`` of them are an optimizer's state, ``metric_values`` a
+    Keras 2 model's metric totals and counts);
     ``variables_missing`` is True when the graph has variables and ``variables/``
     holds no checkpoint (a copy without that folder: ``tf.saved_model.load`` fails).
     """
@@ -141,6 +142,7 @@ class SavedModelDescription:
     unknown_ops: tuple[str, ...]
     optimizer_values: int = 0
     variables_missing: bool = False
+    metric_values: int = 0
 
     @property
     def signature_names(self) -> list[str]:
@@ -231,7 +233,7 @@ def describe_saved_model(path: str | os.PathLike) -> SavedModelDescription:
             )
         for asset in _asset_file_defs(meta_graph):
             asset_names.setdefault(asset.filename)
-    count, nbytes, optimizer = _variables(folder)
+    count, nbytes, optimizer, metrics = _variables(folder)
     assets = tuple(
         AssetInfo(name, os.path.isfile(os.path.join(folder, "assets", name))) for name in asset_names
     )
@@ -247,6 +249,7 @@ def describe_saved_model(path: str | os.PathLike) -> SavedModelDescription:
         assets=assets,
         unknown_ops=tuple(_unknown_ops(proto)),
         optimizer_values=optimizer,
+        metric_values=metrics,
         variables_missing=not count and _graph_has_variables(proto),
     )
 
@@ -387,9 +390,9 @@ def _graph_has_variables(proto: saved_model_pb2.SavedModel) -> bool:
     return False
 
 
-def _variables(folder: str) -> tuple[int, int, int]:
-    """How many values ``variables/`` holds, their bytes, and how many are optimizer state
-    (0, 0, 0 when it holds no checkpoint at all).
+def _variables(folder: str) -> tuple[int, int, int, int]:
+    """How many values ``variables/`` holds, their bytes, and how many are optimizer state and
+    metrics (all 0 when it holds no checkpoint at all).
 
     Data files without their ``.index`` are refused (a damaged copy), and
     every data file must be as long as its index says: the values of all
@@ -402,7 +405,7 @@ def _variables(folder: str) -> tuple[int, int, int]:
         if data:  # values without the index that says where each one lies: tf.saved_model.load fails too
             raise NotASavedModelError(folder, f"its variables/ index file {base + '.index'!r} is missing, while "
                                       f"{data[0]!r} is there: a damaged or incomplete copy; copy the folder again")
-        return 0, 0, 0
+        return 0, 0, 0, 0
     for name, have, needed in short_data_files(prefix) or []:  # before TensorFlow reads a value
         state = "missing" if have is None else f"truncated ({have} B; its index places values up to {needed} B)"
         raise NotASavedModelError(folder, f"its variables/ data file {name!r} is {state}: copy the folder again")
@@ -412,7 +415,8 @@ def _variables(folder: str) -> tuple[int, int, int]:
         raise NotASavedModelError(folder, f"its variables/ checkpoint is damaged ({error.reason})") from None
     keys = [key for key in description.keys if key != OBJECT_GRAPH_KEY]
     optimizer = [key for key in keys if key.startswith("optimizer/") or ".OPTIMIZER_SLOT" in key]
-    return len(keys), description.total_bytes, len(optimizer)
+    metrics = [key for key in keys if key.startswith("keras_api/metrics/")]
+    return len(keys), description.total_bytes, len(optimizer), len(metrics)
 
 
 def _listing(folder: str) -> list[str]:
