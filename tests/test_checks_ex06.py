@@ -943,3 +943,8 @@ def infer_expect_partial_first(ckpt_path, make_model):
                          ids=lambda f: f.__name__)
 def test_06_2_right_answers_written_otherwise_pass(answer):
     accepted(ex06.check_restore_for_inference, answer)
+
+
+def test_06_3_the_hint_quoting_tensorflow_fits_300_characters_with_its_prefix():
+    hint = rejected(ex06.check_restore_hidden_layer, restore_hidden_layer_asserting_everything)
+    assert len(hint) <= 300 and "TensorFlow: " in hint and hint.endswith("…"), hint

@@ -63,7 +63,7 @@ class Hint:
     session, gets ``fix``. Each text stays within 300 characters with the "Exercise NN.N: " prefix.
 
     Example:
-        >>> hint = Hint("the Saver saves the default graph's variables (section 3, 'One graph per model')",
+        >>> hint = Hint("the Saver saves the default graph's variables (section 5, 'Saving a subset')",
         ...             "build the Saver inside `with sess.graph.as_default():`")
         >>> hint.kind == hint.fix
         True

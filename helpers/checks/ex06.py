@@ -76,7 +76,7 @@ def check_restore_hidden_layer(restore_hidden_layer: Callable[[str], keras.layer
                 False,
                 "your function raised on a good checkpoint: it also holds the out layer and the optimizer, "
                 "which one layer does not use, so assert_consumed() fails. Use expect_partial() (after "
-                f"assert_existing_objects_matched(), once built). TensorFlow said: {quote(error, 70)}",
+                f"assert_existing_objects_matched(), once built). TensorFlow: {quote(error, 56)}",
             )
         require(
             isinstance(layer, keras.layers.Dense),
