@@ -170,5 +170,5 @@ def stepped(check: Callable, answer: Any) -> tuple[str, str]:
     first = rejected(check, answer)
     second = rejected(check, answer)
     if first != second:
-        assert "section" in first, f"a first step that does not say where the chapter shows it: {first}"
+        assert "section" in first.lower(), f"a first step that does not say where the chapter shows it: {first}"
     return first, second

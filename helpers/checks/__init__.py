@@ -63,7 +63,7 @@ class Hint:
     session, gets ``fix``. Each text stays within 300 characters with the "Exercise NN.N: " prefix.
 
     Example:
-        >>> hint = Hint("the Saver saves the default graph's variables (section 3, 'One graph per model')",
+        >>> hint = Hint("the Saver saves the default graph's variables (section 5, 'Saving a subset')",
         ...             "build the Saver inside `with sess.graph.as_default():`")
         >>> hint.kind == hint.fix
         True
@@ -300,8 +300,8 @@ def _is_untouched_stub(error: BaseException) -> bool:
 # Likely causes of the errors learners meet most, from the error's message.
 _CAUSES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"Random ops require a seed"),
-     "a random op in a graph with no graph-level seed: call V1.set_random_seed(seed) inside the "
-     "`with tf.Graph().as_default():` block."),
+     "a random op in a graph without a graph-level seed: call V1.set_random_seed(seed) inside the "
+     "graph's `with` block."),
     (re.compile(r"must feed a value for placeholder"),
      "every placeholder the result depends on needs a value: pass it in feed_dict={placeholder: value}."),
     (re.compile(r"already exists, disallowed|Variable .* already exists"),
