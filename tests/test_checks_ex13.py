@@ -451,7 +451,7 @@ def test_hub_layer_alternatives(answer, capsys):
     (untracked, "no trainable weights"),
     (in_training_mode, "training=False"),
     (lambda_layer, "no trainable weights"),
-    (keras2_layer, "not a Keras 3 layer"),
+    (keras2_layer, "a Keras 2 .tf_keras. layer"),
     (copied_variables, "gradient"),
 ])
 def test_hub_layer_mistakes(answer, pattern):
