@@ -351,12 +351,17 @@ def _ema_fixture() -> tuple[keras.Model, keras.optimizers.Optimizer, np.ndarray]
     """A model whose answer differs in training mode (BatchNorm, Dropout), with non-trainable statistics
     before its last trainable layer and one output (a size-1 axis)."""
     keras.utils.set_random_seed(17)
-    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(5, activation="tanh"),
-                              keras.layers.BatchNormalization(), keras.layers.Dropout(0.3), keras.layers.Dense(1)])
+    # Two layers of one shape whose names sort one way as variable paths ("mix_1/..." before "mix_10/...")
+    # and the other way as the averages' names ("mix_10_..." before "mix_1_..."): pairing by sorted
+    # names swaps their averages without an error.
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(4, activation="tanh", name="mix_1"),
+                              keras.layers.BatchNormalization(name="norm"),
+                              keras.layers.Dense(4, activation="tanh", name="mix_10"), keras.layers.Dropout(0.3),
+                              keras.layers.Dense(1, name="out")], name="ema_net")
     optimizer = keras.optimizers.SGD(0.2, use_ema=True, ema_momentum=0.7)
     optimizer.build(model.trainable_variables)
-    x = np.random.default_rng(3).normal(size=(24, 3)).astype("float32")
-    y = (x[:, :1] * 2.0 + x[:, 1:2] - x[:, 2:]).astype("float32")
+    x = np.random.default_rng(3).normal(size=(24, 4)).astype("float32")
+    y = (x[:, :1] * 2.0 + x[:, 1:2] - x[:, 2:3] + 0.5 * x[:, 3:]).astype("float32")
     for start in range(0, 24, 6):
         with tf.GradientTape() as tape:
             loss = tf.reduce_mean((model(x[start:start + 6], training=True) - y[start:start + 6]) ** 2)
@@ -385,9 +390,9 @@ def check_ema_predictions(ema_predictions: Callable) -> str:
             "these are the predictions of the trained weights, not of the averages: "
             "optimizer.finalize_variable_values(model.trainable_variables) swaps the averages in")
     require(np.allclose(got, expected, atol=1e-5),
-            "the predictions match neither the EMA weights nor the trained ones: swap averages into "
-            "model.trainable_variables only, keep the BatchNorm statistics (a clone starts without them), and "
-            "predict with model(x), not training=True")
+            "the predictions match neither the EMA weights nor the trained ones: give each trainable variable "
+            "its own average (not paired by sorted names), keep the BatchNorm statistics (a clone starts "
+            "without them), predict with model(x), not training=True")
     after = [v.numpy() for v in model.trainable_variables]
     require(all(np.array_equal(a, b) for a, b in zip(after, trained)),
             "the model no longer holds its trained weights: keep a copy before finalize_variable_values and "
