@@ -9,7 +9,15 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from helpers.checks import CheckFailed, ExerciseNotDone, ex11
+from helpers.checks import CheckFailed, ExerciseNotDone, ex11, forget_hints
+
+
+@pytest.fixture(autouse=True)
+def _fresh_hints():
+    """Each test starts from the first step of every stepped hint."""
+    forget_hints()
+    yield
+    forget_hints()
 from helpers.resume import train_resumably, untracked_variables
 
 
@@ -97,6 +105,23 @@ def test_training_checkpoint_accepts(answer, capsys):
 ])
 def test_training_checkpoint_rejects(answer, words):
     fails(ex11.check_training_checkpoint, answer, *words)
+
+
+@pytest.mark.parametrize("answer, fix", [
+    (checkpoint_no_seeds, "seeds=untracked_variables(model)"),
+    (checkpoint_no_iterator, "iterator=iterator"),
+    (checkpoint_no_generator, "generator=generator"),
+    (checkpoint_no_optimizer, "optimizer=optimizer"),
+    (checkpoint_trainable_only, "model=model"),
+    (checkpoint_no_step, "step=step"),
+])
+def test_training_checkpoint_hints_in_steps(answer, fix):
+    """The first failure names the idea and section 3, not the code; the same failure again gives the code."""
+    first = fails(ex11.check_training_checkpoint, answer)
+    again = fails(ex11.check_training_checkpoint, answer)
+    assert "section 3" in first and fix not in first and "=" not in first.split(": ", 1)[1], first
+    assert fix in again, again
+    assert len(first) <= 300 and len(again) <= 300
 
 
 def test_training_checkpoint_not_done():
