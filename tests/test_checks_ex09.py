@@ -1512,3 +1512,15 @@ def headr3_right_batch_shape(path, endpoint, n_inputs, units):
                                     headr3_right_batch_shape], ids=lambda f: f.__name__)
 def test_round3_frozen_base_with_head_accepts(answer, in_tmp):
     accepted(ex09.check_frozen_base_with_head, answer)
+
+
+def test_every_written_hint_fits_300_characters_with_its_prefix():
+    """Each hint text written in helpers/checks/ex09.py (a require's, each step of a Hint), with its
+    "Exercise NN.N: " prefix, an f-string's fields counted as one character; the answers above measure
+    the texts as shown."""
+    from tests.test_checks_framework import CHECKS, hint_texts
+
+    texts = hint_texts(CHECKS / "ex09.py")
+    assert texts
+    long = [(line, text) for line, number, text in texts if len(f"Exercise {number}: {text}") > 300]
+    assert not long, long

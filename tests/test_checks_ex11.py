@@ -1203,3 +1203,15 @@ def ema3_right_finalize_then_restore_by_path(model, optimizer, x):
                                     ema3_right_finalize_then_restore_by_path], ids=lambda f: f.__name__)
 def test_round3_ema_predictions_accepts(answer, in_tmp):
     accepted(ex11.check_ema_predictions, answer)
+
+
+def test_every_written_hint_fits_300_characters_with_its_prefix():
+    """Each hint text written in helpers/checks/ex11.py (a require's, each step of a Hint), with its
+    "Exercise NN.N: " prefix, an f-string's fields counted as one character; the answers above measure
+    the texts as shown."""
+    from tests.test_checks_framework import CHECKS, hint_texts
+
+    texts = hint_texts(CHECKS / "ex11.py")
+    assert texts
+    long = [(line, text) for line, number, text in texts if len(f"Exercise {number}: {text}") > 300]
+    assert not long, long

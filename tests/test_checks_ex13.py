@@ -1175,3 +1175,15 @@ def test_13_2_round3_right_answers_pass(answer, in_tmp_dir):
 def test_13_3_a_plain_loaded_module_is_not_called_a_tf_keras_layer(in_tmp_dir):
     hint = rejects(ex13.check_hub_layer, tf.saved_model.load)
     assert "tf_keras" not in hint and "Keras 2" not in hint and "loaded module itself" in hint, hint
+
+
+def test_every_written_hint_fits_300_characters_with_its_prefix():
+    """Each hint text written in helpers/checks/ex13.py (a require's, each step of a Hint), with its
+    "Exercise NN.N: " prefix, an f-string's fields counted as one character; the answers above measure
+    the texts as shown."""
+    from tests.test_checks_framework import CHECKS, hint_texts
+
+    texts = hint_texts(CHECKS / "ex13.py")
+    assert texts
+    long = [(line, text) for line, number, text in texts if len(f"Exercise {number}: {text}") > 300]
+    assert not long, long
