@@ -87,10 +87,21 @@ def _same_array(given: Any, original: np.ndarray) -> bool:
             and np.array_equal(given, original))
 
 
+_DTYPE_CLASH = re.compile(r"expected to be a (\w+) tensor but is a (\w+) tensor"
+                          r"|Can not cast TensorSpec\(.*?dtype=tf\.(\w+).*? to TensorSpec\(.*?dtype=tf\.(\w+)")
+
+
 def _call(call_by_keyword: Callable[[str, dict], np.ndarray], path: str, given: dict) -> Any:
     try:
         return call_by_keyword(path, given)
-    except TypeError as error:
+    except (TypeError, tf.errors.InvalidArgumentError) as error:
+        clash = _DTYPE_CLASH.search(str(error))
+        if clash:  # the cast's direction comes from the spec, whichever way it goes
+            wanted, got = (clash.group(1), clash.group(2)) if clash.group(1) else (clash.group(4), clash.group(3))
+            wanted, got = tf.as_dtype(wanted).name, tf.as_dtype(got).name  # "double" is float64
+            require(False, f"the signature got a tensor of dtype {got} for an input it takes as {wanted}: cast each array "
+                           "to the dtype of its own TensorSpec (signature.structured_input_signature[1][name]"
+                           ".dtype), not a dtype of your choosing")
         missing = re.search(r"missing a required argument: '(\w+)'", str(error))
         require(not missing, f"the signature got no value for its input {missing.group(1) if missing else ''!r}: "
                 "pass every array of the dict, each under its own name, signature(**{name: tensor})")
