@@ -343,7 +343,13 @@ def check_hub_layer(hub_layer: Callable[[str], Any]) -> str:
         case = make_hub_module(os.path.join(folder, "text_hub_module"))
         layer = hub_layer(os.path.join(folder, "text_hub_module"))
         require(isinstance(layer, keras.layers.Layer), _not_a_keras3_layer(layer))
-        out = layer(case["x"])
+        try:
+            out = layer(case["x"])
+        except (TypeError, ValueError) as error:
+            require(False, f"calling your layer on a batch of shape {case['x'].shape} raised {type(error).__name__}. "
+                           "A Hub module is called as "
+                           "module(x, training), through its __call__, not through a signature (section 5, "
+                           "'TF Hub models in Keras 3')")
         if isinstance(out, dict) and len(out) == 1:
             (out,) = out.values()
         out = np.asarray(out)
