@@ -968,7 +968,7 @@ def legacy_custom_objects() -> dict[str, type]:
 
     Example:
         >>> sorted(legacy_custom_objects())[:3]
-        ['Conv1DTranspose', 'Conv2DTranspose', 'Conv3DTranspose']
+        ['Bidirectional', 'Conv1DTranspose', 'Conv2DTranspose']
         >>> model = keras.models.load_model("k2/rnn.h5", custom_objects=legacy_custom_objects(),
         ...                                 compile=False)    # doctest: +SKIP
     """
