@@ -181,10 +181,14 @@ def _activation_problem(layer: Any, config: dict) -> str:
     right = keras1_hard_sigmoid if wanted == "hard_sigmoid" else keras.activations.get(wanted)
     if have is right or getattr(have, "__name__", "") == getattr(right, "__name__", None):
         return ""
+    have_name = getattr(have, "__name__", str(have))
+    if wanted == "hard_sigmoid":
+        keras3 = " (Keras 3's: x/6 + 0.5)" if have is keras.activations.hard_sigmoid else ""
+        return (f"layer {layer.name!r}: the file's gates use Keras 1's hard_sigmoid (0.2x + 0.5), the model's "
+                f"recurrent_activation is {have_name!r}{keras3}; pass "
+                "recurrent_activation=helpers.keras1.keras1_hard_sigmoid")
     return (f"layer {layer.name!r}: the file's inner_activation is {wanted!r}, the model's recurrent_activation "
-            f"is {getattr(have, '__name__', have)!r}; pass recurrent_activation="
-            + ("helpers.keras1.keras1_hard_sigmoid (Keras 3's hard_sigmoid is x/6 + 0.5, Keras 1's 0.2x + 0.5)"
-               if wanted == "hard_sigmoid" else repr(wanted)))
+            f"is {have_name!r}; pass recurrent_activation={wanted!r}")
 
 
 def _weighted_layers(model: Any) -> list[Any]:

@@ -835,7 +835,7 @@ _GROUPED = ("DepthwiseConv1D", "DepthwiseConv2D", "SeparableConv1D", "SeparableC
             "Conv1DTranspose", "Conv2DTranspose", "Conv3DTranspose")
 # Keras 2 arguments Keras 3 refuses, by class: {argument: the one value Keras 3 behaves like, or _ANY}.
 _KERAS2_ONLY: dict[str, dict[str, Any]] = {
-    **{name: {"time_major": False} for name in _RNNS},
+    **{name: {"time_major": False} for name in _RNNS + ("RNN",)},
     # Keras 2 accepted groups in these classes and ignored it: groups=2 computes like groups=1
     # (measured with TF 2.15.1). Conv1D/2D/3D do group in both versions: not here.
     **{name: {"groups": _ANY} for name in _GROUPED},
@@ -904,7 +904,7 @@ _WRAPPERS = ("Bidirectional", "TimeDistributed", "RNN")
 
 
 def _drop_keras2_arguments(settings: dict) -> None:
-    """Drop, in place, the Keras 2 arguments of every layer configuration nested in ``settings``."""
+    """Drop, in place, the Keras 2 arguments of every layer configuration among ``settings``' values."""
     for inner in _layer_configs(list(settings.values())):
         class_name, config = inner["class_name"], inner["config"]
         for argument, neutral in _KERAS2_ONLY.get(class_name, {}).items():
@@ -921,7 +921,7 @@ def _legacy_wrapper(class_name: str) -> type:
 
     def from_config(cls, config, custom_objects=None):
         config = copy.deepcopy(config)
-        _drop_keras2_arguments(config)
+        _drop_keras2_arguments({"layer": {"class_name": class_name, "config": config}})  # its own and inner ones
         return base.from_config(config, custom_objects=custom_objects)  # a plain Keras 3 layer
 
     return type(class_name, (base,), {
@@ -962,13 +962,13 @@ def legacy_custom_objects() -> dict[str, type]:
     and renumber the calls of nested models (Keras 2 numbers them from 1).
     ``Bidirectional``, ``TimeDistributed`` and ``RNN`` drop the same
     arguments from the layers they wrap (Keras 3 rebuilds those itself, past
-    ``custom_objects``). A value that would change the computation
+    ``custom_objects``), and ``RNN`` its own ``time_major``. A value that would change the computation
     (``time_major=True``, wrapped or not) raises ``LegacyModelError`` naming
     the layer. ``batch_input_shape`` is translated by Keras 3 itself.
 
     Example:
         >>> sorted(legacy_custom_objects())[:3]
-        ['Conv1DTranspose', 'Conv2DTranspose', 'Conv3DTranspose']
+        ['Bidirectional', 'Conv1DTranspose', 'Conv2DTranspose']
         >>> model = keras.models.load_model("k2/rnn.h5", custom_objects=legacy_custom_objects(),
         ...                                 compile=False)    # doctest: +SKIP
     """

@@ -1099,3 +1099,15 @@ CFG3_RIGHT = [
 @pytest.mark.parametrize("get_config", CFG3_RIGHT, ids=lambda f: f.__name__)
 def test_round3_clip_accepts(get_config, clean_registry, in_tmp):
     accepted(ex08.check_clip, clip_class(get_config))
+
+
+def test_every_written_hint_fits_300_characters_with_its_prefix():
+    """Each hint text written in helpers/checks/ex08.py (a require's, each step of a Hint), with its
+    "Exercise NN.N: " prefix, an f-string's fields counted as one character; the answers above measure
+    the texts as shown."""
+    from tests.test_checks_framework import CHECKS, hint_texts
+
+    texts = hint_texts(CHECKS / "ex08.py")
+    assert texts
+    long = [(line, text) for line, number, text in texts if len(f"Exercise {number}: {text}") > 300]
+    assert not long, long

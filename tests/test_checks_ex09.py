@@ -1280,3 +1280,247 @@ def test_attack_shares_variables_rejects(answer, in_tmp):
 ], KNOWN_09))
 def test_attack_shares_variables_accepts(answer, in_tmp):
     accepted(ex09.check_shares_variables, answer)
+
+
+# =========================================================================== round three (issue 33)
+# Written from the prompts alone. 09.2: one graph or session kept between calls (module level, a
+# default argument, a cache); 09.4: float64 data and inputs that are not one float32 (None, n).
+
+
+def _run_in(sess, path, tags, feeds):
+    meta = V1.saved_model.loader.load(sess, tags, path)
+    signature = meta.signature_def["serving_default"]
+    return sess.run({k: v.name for k, v in signature.outputs.items()},
+                    {signature.inputs[k].name: v for k, v in feeds.items()})
+
+
+_MODULE_GRAPH = tf.Graph()
+_MODULE_SESSION = V1.Session(graph=_MODULE_GRAPH)
+
+
+def tf1r3_module_graph_and_session(path, tags, feeds):
+    with _MODULE_GRAPH.as_default():
+        return _run_in(_MODULE_SESSION, path, tags, feeds)
+
+
+_LAZY: dict = {}
+
+
+def tf1r3_lazy_global_session(path, tags, feeds):
+    if "sess" not in _LAZY:
+        graph = tf.Graph()
+        _LAZY["sess"] = V1.Session(graph=graph)
+    sess = _LAZY["sess"]
+    with sess.graph.as_default():
+        return _run_in(sess, path, tags, feeds)
+
+
+def tf1r3_default_argument_graph(path, tags, feeds, _graph=tf.Graph()):
+    with _graph.as_default(), V1.Session(graph=_graph) as sess:
+        return _run_in(sess, path, tags, feeds)
+
+
+def tf1r3_module_graph_new_session(path, tags, feeds):
+    graph = _MODULE_GRAPH_2
+    with graph.as_default(), V1.Session(graph=graph) as sess:
+        return _run_in(sess, path, tags, feeds)
+
+
+_MODULE_GRAPH_2 = tf.Graph()
+_BY_TAGS: dict = {}
+
+
+def tf1r3_session_cached_by_tags(path, tags, feeds):
+    key = tuple(tags)
+    if key not in _BY_TAGS:
+        graph = tf.Graph()
+        sess = V1.Session(graph=graph)
+        with graph.as_default():
+            meta = V1.saved_model.loader.load(sess, tags, path)
+        _BY_TAGS[key] = (sess, meta.signature_def["serving_default"])
+    sess, signature = _BY_TAGS[key]
+    return sess.run({k: v.name for k, v in signature.outputs.items()},
+                    {signature.inputs[k].name: v for k, v in feeds.items()})
+
+
+_RESULTS: dict = {}
+
+
+def tf1r3_results_cached_by_tags(path, tags, feeds):
+    key = tuple(tags)
+    if key not in _RESULTS:
+        with tf.Graph().as_default(), V1.Session() as sess:
+            _RESULTS[key] = _run_in(sess, path, tags, feeds)
+    return _RESULTS[key]
+
+
+def tf1r3_function_attribute_session(path, tags, feeds):
+    holder = tf1r3_function_attribute_session
+    if not hasattr(holder, "sess"):
+        holder.sess = V1.Session(graph=tf.Graph())
+    with holder.sess.graph.as_default():
+        return _run_in(holder.sess, path, tags, feeds)
+
+
+_LOADED_BY_TAGS: dict = {}
+
+
+def tf1r3_tf2_load_cached_by_tags(path, tags, feeds):
+    key = tuple(tags)
+    if key not in _LOADED_BY_TAGS:
+        _LOADED_BY_TAGS[key] = tf.saved_model.load(path, tags=tags)
+    signature = _LOADED_BY_TAGS[key].signatures["serving_default"]
+    return {k: v.numpy() for k, v in signature(**{k: tf.constant(v) for k, v in feeds.items()}).items()}
+
+
+TF1R3_WRONG = [tf1r3_module_graph_and_session, tf1r3_lazy_global_session, tf1r3_default_argument_graph,
+               tf1r3_module_graph_new_session, tf1r3_session_cached_by_tags, tf1r3_results_cached_by_tags,
+               tf1r3_function_attribute_session, tf1r3_tf2_load_cached_by_tags]
+
+
+@pytest.mark.parametrize("answer", TF1R3_WRONG, ids=lambda f: f.__name__)
+def test_round3_run_tf1_signature_rejects(answer, in_tmp):
+    _BY_TAGS.clear(), _RESULTS.clear(), _LOADED_BY_TAGS.clear(), _LAZY.clear()
+    rejected(ex09.check_run_tf1_signature, answer)
+
+
+def tf1r3_right_fresh_graph_each_call(path, tags, feeds):
+    graph = tf.Graph()
+    sess = V1.Session(graph=graph)
+    try:
+        with graph.as_default():
+            return _run_in(sess, path, tags, feeds)
+    finally:
+        sess.close()
+
+
+_BY_PATH_AND_TAGS: dict = {}
+
+
+def tf1r3_right_cache_by_path_and_tags(path, tags, feeds):
+    key = (path, tuple(tags))
+    if key not in _BY_PATH_AND_TAGS:
+        _BY_PATH_AND_TAGS[key] = tf.saved_model.load(path, tags=list(tags))
+    signature = _BY_PATH_AND_TAGS[key].signatures["serving_default"]
+    return {k: v.numpy() for k, v in signature(**{k: tf.constant(v) for k, v in feeds.items()}).items()}
+
+
+def tf1r3_right_get_tensor_by_name(path, tags, feeds):
+    with tf.Graph().as_default() as graph, V1.Session(graph=graph) as sess:
+        signature = V1.saved_model.loader.load(sess, tags, path).signature_def["serving_default"]
+        get = graph.get_tensor_by_name
+        values = sess.run([get(info.name) for info in signature.outputs.values()],
+                          {get(signature.inputs[k].name): v for k, v in feeds.items()})
+        return dict(zip(signature.outputs.keys(), values))
+
+
+@pytest.mark.parametrize("answer", [tf1r3_right_fresh_graph_each_call, tf1r3_right_cache_by_path_and_tags,
+                                    tf1r3_right_get_tensor_by_name], ids=lambda f: f.__name__)
+def test_round3_run_tf1_signature_accepts(answer, in_tmp):
+    _BY_PATH_AND_TAGS.clear()
+    accepted(ex09.check_run_tf1_signature, answer)
+
+
+def _first_value(out):
+    return next(iter(out.values())) if isinstance(out, dict) else out
+
+
+class _Head(keras.layers.Layer):
+    """A Keras layer that unpacks a TFSMLayer's dict output."""
+
+    def call(self, out):
+        return _first_value(out)
+
+
+def headr3_float64_input(path, endpoint, n_inputs, units):
+    inputs = keras.Input((n_inputs,), dtype="float64")
+    base = keras.layers.TFSMLayer(path, call_endpoint=endpoint, trainable=False)
+    return keras.Model(inputs, keras.layers.Dense(units)(_Head()(base(keras.ops.cast(inputs, "float32")))))
+
+
+def headr3_sequential_without_input(path, endpoint, n_inputs, units):
+    base = keras.layers.TFSMLayer(path, call_endpoint=endpoint, trainable=False)
+    model = keras.Sequential([base, _Head(), keras.layers.Dense(units)])
+    model(np.zeros((1, n_inputs), "float32"))
+    return model
+
+
+def headr3_input_without_feature_axis(path, endpoint, n_inputs, units):
+    inputs = keras.Input((None,))
+    base = keras.layers.TFSMLayer(path, call_endpoint=endpoint, trainable=False)
+    return keras.Model(inputs, keras.layers.Dense(units)(_Head()(base(inputs))))
+
+
+def headr3_int_input(path, endpoint, n_inputs, units):
+    inputs = keras.Input((n_inputs,), dtype="int32")
+    base = keras.layers.TFSMLayer(path, call_endpoint=endpoint, trainable=False)
+    return keras.Model(inputs, keras.layers.Dense(units)(_Head()(base(keras.ops.cast(inputs, "float32")))))
+
+
+def headr3_two_inputs(path, endpoint, n_inputs, units):
+    a, b = keras.Input((n_inputs,)), keras.Input((n_inputs,))
+    base = keras.layers.TFSMLayer(path, call_endpoint=endpoint, trainable=False)
+    return keras.Model([a, b], keras.layers.Dense(units)(_Head()(base(a))))
+
+
+def headr3_fixed_batch(path, endpoint, n_inputs, units):
+    inputs = keras.Input((n_inputs,), batch_size=8)
+    base = keras.layers.TFSMLayer(path, call_endpoint=endpoint, trainable=False)
+    return keras.Model(inputs, keras.layers.Dense(units)(_Head()(base(inputs))))
+
+
+def headr3_wrong_width(path, endpoint, n_inputs, units):
+    inputs = keras.Input((n_inputs + 1,))
+    base = keras.layers.TFSMLayer(path, call_endpoint=endpoint, trainable=False)
+    return keras.Model(inputs, keras.layers.Dense(units)(_Head()(base(inputs[:, :n_inputs]))))
+
+
+def headr3_float16_input(path, endpoint, n_inputs, units):
+    inputs = keras.Input((n_inputs,), dtype="float16")
+    base = keras.layers.TFSMLayer(path, call_endpoint=endpoint, trainable=False)
+    return keras.Model(inputs, keras.layers.Dense(units)(_Head()(base(keras.ops.cast(inputs, "float32")))))
+
+
+HEADR3_WRONG = [headr3_float64_input, headr3_sequential_without_input, headr3_input_without_feature_axis,
+                headr3_int_input, headr3_two_inputs, headr3_fixed_batch, headr3_wrong_width, headr3_float16_input]
+
+
+@pytest.mark.parametrize("answer", HEADR3_WRONG, ids=lambda f: f.__name__)
+def test_round3_frozen_base_with_head_rejects(answer, in_tmp):
+    rejected(ex09.check_frozen_base_with_head, answer)
+
+
+def headr3_right_input_dtype_named(path, endpoint, n_inputs, units):
+    inputs = keras.Input(shape=(n_inputs,), dtype="float32", name="features")
+    base = keras.layers.TFSMLayer(path, call_endpoint=endpoint)
+    base.trainable = False
+    return keras.Model(inputs, keras.layers.Dense(units)(_Head()(base(inputs))))
+
+
+def headr3_right_sequential_with_input(path, endpoint, n_inputs, units):
+    base = keras.layers.TFSMLayer(path, call_endpoint=endpoint, trainable=False)
+    return keras.Sequential([keras.Input((n_inputs,)), base, _Head(), keras.layers.Dense(units)])
+
+
+def headr3_right_batch_shape(path, endpoint, n_inputs, units):
+    inputs = keras.Input(batch_shape=(None, n_inputs))
+    features = keras.layers.TFSMLayer(path, call_endpoint=endpoint, trainable=False)(inputs)
+    return keras.Model(inputs, keras.layers.Dense(units)(_Head()(features)))
+
+
+@pytest.mark.parametrize("answer", [headr3_right_input_dtype_named, headr3_right_sequential_with_input,
+                                    headr3_right_batch_shape], ids=lambda f: f.__name__)
+def test_round3_frozen_base_with_head_accepts(answer, in_tmp):
+    accepted(ex09.check_frozen_base_with_head, answer)
+
+
+def test_every_written_hint_fits_300_characters_with_its_prefix():
+    """Each hint text written in helpers/checks/ex09.py (a require's, each step of a Hint), with its
+    "Exercise NN.N: " prefix, an f-string's fields counted as one character; the answers above measure
+    the texts as shown."""
+    from tests.test_checks_framework import CHECKS, hint_texts
+
+    texts = hint_texts(CHECKS / "ex09.py")
+    assert texts
+    long = [(line, text) for line, number, text in texts if len(f"Exercise {number}: {text}") > 300]
+    assert not long, long

@@ -756,3 +756,15 @@ def test_attack_keras2_keys_rejects(answer, in_tmp):
 ], KNOWN_10))
 def test_attack_keras2_keys_accepts(answer, in_tmp):
     accepted(ex10.check_keras2_keys, answer)
+
+
+def test_every_written_hint_fits_300_characters_with_its_prefix():
+    """Each hint text written in helpers/checks/ex10.py (a require's, each step of a Hint), with its
+    "Exercise NN.N: " prefix, an f-string's fields counted as one character; the answers above measure
+    the texts as shown."""
+    from tests.test_checks_framework import CHECKS, hint_texts
+
+    texts = hint_texts(CHECKS / "ex10.py")
+    assert texts
+    long = [(line, text) for line, number, text in texts if len(f"Exercise {number}: {text}") > 300]
+    assert not long, long

@@ -9,7 +9,15 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from helpers.checks import CheckFailed, ExerciseNotDone, ex11
+from helpers.checks import CheckFailed, ExerciseNotDone, ex11, forget_hints
+
+
+@pytest.fixture(autouse=True)
+def _fresh_hints():
+    """Each test starts from the first step of every stepped hint."""
+    forget_hints()
+    yield
+    forget_hints()
 from helpers.resume import train_resumably, untracked_variables
 
 
@@ -97,6 +105,23 @@ def test_training_checkpoint_accepts(answer, capsys):
 ])
 def test_training_checkpoint_rejects(answer, words):
     fails(ex11.check_training_checkpoint, answer, *words)
+
+
+@pytest.mark.parametrize("answer, fix", [
+    (checkpoint_no_seeds, "seeds=untracked_variables(model)"),
+    (checkpoint_no_iterator, "iterator=iterator"),
+    (checkpoint_no_generator, "generator=generator"),
+    (checkpoint_no_optimizer, "optimizer=optimizer"),
+    (checkpoint_trainable_only, "model=model"),
+    (checkpoint_no_step, "step=step"),
+])
+def test_training_checkpoint_hints_in_steps(answer, fix):
+    """The first failure names the idea and section 3, not the code; the same failure again gives the code."""
+    first = fails(ex11.check_training_checkpoint, answer)
+    again = fails(ex11.check_training_checkpoint, answer)
+    assert "section 3" in first and fix not in first and "=" not in first.split(": ", 1)[1], first
+    assert fix in again, again
+    assert len(first) <= 300 and len(again) <= 300
 
 
 def test_training_checkpoint_not_done():
@@ -441,7 +466,7 @@ def test_ema_predictions_accepts(answer, capsys):
     # a fresh clone lacks the BatchNorm statistics the fixture now trains (issue 23: non-trainable state)
     (ema_with_clone, ["match neither", "BatchNorm statistics"]),
     # with BatchNorm in the fixture, the averages no longer cover every weight: set_weights refuses them
-    (ema_set_weights_only, ["set_weights", "expecting 8 weights"]),
+    (ema_set_weights_only, ["set_weights", "expecting 10 weights"]),
 ])
 def test_ema_predictions_rejects(answer, words):
     fails(ex11.check_ema_predictions, answer, *words)
@@ -1063,3 +1088,130 @@ def test_attack_ema_predictions_rejects(answer, in_tmp):
 ], KNOWN_11))
 def test_attack_ema_predictions_accepts(answer, in_tmp):
     accepted(ex11.check_ema_predictions, answer)
+
+
+# =========================================================================== round three (issue 33)
+# Written from the prompt alone: the averages paired with the variables by something other than the
+# variable itself (sorted paths or names, shapes, list positions), which the fixture's "mix_1" and
+# "mix_10" layers of one shape make visible without an error.
+
+
+def _averages(optimizer):
+    return [v for v in optimizer.variables if v.path.endswith("_average")]
+
+
+def _swap_in(model, pairs, x):
+    kept = [v.numpy().copy() for v in model.trainable_variables]
+    for variable, average in pairs:
+        variable.assign(average)
+    result = model(x).numpy()
+    for variable, value in zip(model.trainable_variables, kept):
+        variable.assign(value)
+    return result
+
+
+def ema3_sorted_paths(model, optimizer, x):
+    return _swap_in(model, zip(sorted(model.trainable_variables, key=lambda v: v.path),
+                               sorted(_averages(optimizer), key=lambda v: v.path)), x)
+
+
+def ema3_sorted_names(model, optimizer, x):
+    return _swap_in(model, zip(sorted(model.trainable_variables, key=lambda v: v.name),
+                               sorted(_averages(optimizer), key=lambda v: v.name)), x)
+
+
+def ema3_by_short_name(model, optimizer, x):
+    """A dict keyed by 'kernel'/'bias': the last layer's average wins for every kernel of that shape."""
+    by_name = {}
+    for average in _averages(optimizer):
+        by_name.setdefault((average.name.rsplit("_", 2)[-2], tuple(average.shape)), average)
+    return _swap_in(model, [(v, by_name[(v.name, tuple(v.shape))]) for v in model.trainable_variables], x)
+
+
+def ema3_first_average_of_the_shape(model, optimizer, x):
+    averages = _averages(optimizer)
+    return _swap_in(model, [(v, next(a for a in averages if tuple(a.shape) == tuple(v.shape)))
+                            for v in model.trainable_variables], x)
+
+
+def ema3_reversed_pairs(model, optimizer, x):
+    """Walks both lists from the end, one of them reversed."""
+    return _swap_in(model, zip(model.trainable_variables[::-1],
+                               sorted(_averages(optimizer), key=lambda v: tuple(v.shape))[::-1]), x)
+
+
+def ema3_by_layer_sorted_names(model, optimizer, x):
+    """Layers sorted by name, averages sorted by name: 'mix_1' and 'mix_10' trade places."""
+    layers = sorted((layer for layer in model.layers if layer.trainable_weights), key=lambda layer: layer.name)
+    variables = [v for layer in layers for v in layer.trainable_weights]
+    return _swap_in(model, zip(variables, sorted(_averages(optimizer), key=lambda v: v.path)), x)
+
+
+def ema3_sorted_by_path_on_a_clone(model, optimizer, x):
+    copy = keras.models.clone_model(model)
+    copy.set_weights(model.get_weights())
+    for variable, average in zip(sorted(copy.trainable_variables, key=lambda v: v.path),
+                                 sorted(_averages(optimizer), key=lambda v: v.path)):
+        variable.assign(average)
+    return copy.predict(x, verbose=0)
+
+
+def ema3_sorted_paths_and_training(model, optimizer, x):
+    kept = [v.numpy().copy() for v in model.trainable_variables]
+    for variable, average in zip(sorted(model.trainable_variables, key=lambda v: v.path),
+                                 sorted(_averages(optimizer), key=lambda v: v.path)):
+        variable.assign(average)
+    result = model(x, training=False).numpy()
+    for variable, value in zip(model.trainable_variables, kept):
+        variable.assign(value)
+    return result
+
+
+EMA3_WRONG = [ema3_sorted_paths, ema3_sorted_names, ema3_by_short_name, ema3_first_average_of_the_shape,
+              ema3_reversed_pairs, ema3_by_layer_sorted_names, ema3_sorted_by_path_on_a_clone,
+              ema3_sorted_paths_and_training]
+
+
+@pytest.mark.parametrize("answer", EMA3_WRONG, ids=lambda f: f.__name__)
+def test_round3_ema_predictions_rejects(answer, in_tmp):
+    rejected(ex11.check_ema_predictions, answer)
+
+
+def ema3_right_by_key(model, optimizer, x):
+    """Each average found by its variable's path ('a/b/kernel' -> 'a_b_kernel_average')."""
+    by_key = {average.path.split("/", 1)[1]: average for average in _averages(optimizer)}
+    return _swap_in(model, [(v, by_key[v.path.replace("/", "_") + "_average"])
+                            for v in model.trainable_variables], x)
+
+
+def ema3_right_optimizer_order(model, optimizer, x):
+    """The optimizer keeps its averages in the order of the variables it was built on."""
+    return _swap_in(model, zip(model.trainable_variables, _averages(optimizer)), x)
+
+
+def ema3_right_finalize_then_restore_by_path(model, optimizer, x):
+    kept = {v.path: v.numpy().copy() for v in model.trainable_variables}
+    optimizer.finalize_variable_values(model.trainable_variables)
+    try:
+        return np.asarray(model.predict(x, verbose=0))
+    finally:
+        for variable in model.trainable_variables:
+            variable.assign(kept[variable.path])
+
+
+@pytest.mark.parametrize("answer", [ema3_right_by_key, ema3_right_optimizer_order,
+                                    ema3_right_finalize_then_restore_by_path], ids=lambda f: f.__name__)
+def test_round3_ema_predictions_accepts(answer, in_tmp):
+    accepted(ex11.check_ema_predictions, answer)
+
+
+def test_every_written_hint_fits_300_characters_with_its_prefix():
+    """Each hint text written in helpers/checks/ex11.py (a require's, each step of a Hint), with its
+    "Exercise NN.N: " prefix, an f-string's fields counted as one character; the answers above measure
+    the texts as shown."""
+    from tests.test_checks_framework import CHECKS, hint_texts
+
+    texts = hint_texts(CHECKS / "ex11.py")
+    assert texts
+    long = [(line, text) for line, number, text in texts if len(f"Exercise {number}: {text}") > 300]
+    assert not long, long

@@ -78,7 +78,7 @@ def test_the_lstm_answers_like_keras_1_itself(lstm_file):
 def test_keras3_gate_activations_are_refused_before_anything_is_assigned(lstm_file, activation):
     twin = lstm_twin(recurrent_activation=activation)
     before = values(twin)
-    with pytest.raises(Keras1LayoutError, match=r"inner_activation is 'hard_sigmoid'.*keras1_hard_sigmoid"):
+    with pytest.raises(Keras1LayoutError, match=r"Keras 1.s hard_sigmoid \(0\.2x \+ 0\.5\).*keras1_hard_sigmoid"):
         load_keras1_weights(lstm_file, twin)
     assert unchanged(twin, before)
 

@@ -694,3 +694,23 @@ def test_hints_name_the_route_that_works(tmp_path, what, reason):
     with pytest.raises(NotACheckpointError, match=reason) as caught:
         describe_legacy_h5(path)
     assert "load it with keras.models.load_model" not in str(caught.value)  # the old hint, which fails
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_keras2_rnn_around_a_cell_and_a_wrapped_simple_rnn_load_by_both_routes(tmp_path):
+    # Keras 2's RNN writes time_major itself (RNN(LSTMCell)), and SimpleRNN inside Bidirectional:
+    # written by tf-keras 2.21 (Keras 2), here in the test process beside Keras 3.
+    import tf_keras
+
+    inputs = tf_keras.Input((5, 3))
+    h = tf_keras.layers.RNN(tf_keras.layers.LSTMCell(4), name="rnn")(inputs)
+    h2 = tf_keras.layers.Bidirectional(tf_keras.layers.SimpleRNN(2), name="bi")(inputs)
+    written = tf_keras.Model(inputs, tf_keras.layers.Dense(2)(tf_keras.layers.Concatenate()([h, h2])))
+    x = np.sin(np.arange(30, dtype=np.float32)).reshape(2, 5, 3)
+    written.save(tmp_path / "k2.h5")
+    with pytest.raises(ValueError, match="time_major"):
+        keras.models.load_model(tmp_path / "k2.h5", compile=False)
+    loaded = keras.models.load_model(tmp_path / "k2.h5", custom_objects=legacy_custom_objects(), compile=False)
+    np.testing.assert_allclose(np.asarray(loaded(x)), written(x).numpy(), atol=1e-6)
+    out = convert_legacy_h5(tmp_path / "k2.h5", tmp_path / "k3.keras")
+    np.testing.assert_allclose(np.asarray(keras.models.load_model(out)(x)), written(x).numpy(), atol=1e-6)

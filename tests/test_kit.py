@@ -167,9 +167,10 @@ def test_every_glossary_entry_points_to_a_chapter_that_mentions_it():
     import re
 
     glossary = (ROOT / "instructors" / "glossary.md").read_text(encoding="utf-8")
-    rows = re.findall(r"^\| \*\*(.+?)\*\*(?: \([^)]*\))? \| (.+?) \| \[(\d\d)\]\(\.\./notebooks/(\d\d_\w+)\.ipynb\) \|$",
+    rows = re.findall(r"^- \*\*(.+?)\*\*(?: \([^)]*\))? \(chapter \[(\d\d)\]\(\.\./notebooks/(\d\d_\w+)\.ipynb\)\): (.+)$",
                       glossary, re.M)
-    assert len(rows) == glossary.count("\n| **") and len(rows) >= 20
+    rows = [(term, meaning, number, stem) for term, number, stem, meaning in rows]
+    assert len(rows) == glossary.count("\n- **") and len(rows) >= 20
     names = [path.stem for path in CHAPTERS]
     for term, meaning, number, stem in rows:
         assert stem in names and stem.startswith(number), f"{term}: no chapter {stem}"

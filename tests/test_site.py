@@ -448,3 +448,39 @@ def test_dark_mode_follows_the_system_setting(site, server, sized):
     sized.execute_script("document.querySelector('details.course-solution').open = true;"
                          "document.querySelector('details.course-solution').scrollIntoView();")
     _screenshot(sized, f"dark-phone-{CHAPTER}-solution")
+
+
+_HEADER = """
+const nav = document.querySelector('.course-nav'), input = document.querySelector('#course-search');
+const links = Array.from(nav.querySelectorAll('.course-links > a'));
+const tops = links.map(a => a.getBoundingClientRect().top);
+const ctx = document.createElement('canvas').getContext('2d'); ctx.font = getComputedStyle(input).font;
+const room = input.clientWidth - parseFloat(getComputedStyle(input).paddingLeft) - parseFloat(getComputedStyle(input).paddingRight);
+return [nav.getBoundingClientRect().height, innerHeight, Math.max(...tops) - Math.min(...tops),
+        ctx.measureText(input.placeholder).width <= room];
+"""
+
+
+@needs_browser
+@pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
+def test_the_header_is_small_on_a_phone_and_one_row_on_a_desktop(site, server, sized, dark):
+    """Issue 34: on a phone the bar took a quarter of the screen and cut the search's placeholder;
+    at 1280 px it wrapped to two pinned rows, and the contents box sat left of the code cells."""
+    for name in ["index.html", f"{CHAPTER}.html", "instructors/glossary.html"]:
+        _viewport(sized, PHONE, dark=dark)
+        sized.get(server + name)
+        height, screen, _, placeholder = sized.execute_script(_HEADER)
+        assert height <= 0.12 * screen, f"{name}: the bar is {height:.0f} px of a {screen} px phone screen"
+        assert placeholder, f"{name}: the search box cuts its placeholder on a phone"
+        _screenshot(sized, f"header-phone-{'dark' if dark else 'light'}-{name.replace('/', '_')}")
+        _viewport(sized, DESKTOP, dark=dark)
+        sized.get(server + name)
+        height, _, spread, placeholder = sized.execute_script(_HEADER)
+        assert spread <= 2 and height < 60, f"{name}: the bar wraps to two rows at 1280 px ({height:.0f} px)"
+        assert placeholder, f"{name}: the search box cuts its placeholder"
+        _screenshot(sized, f"header-desktop-{'dark' if dark else 'light'}-{name.replace('/', '_')}")
+    sized.get(server + f"{CHAPTER}.html")
+    contents, code = sized.execute_script(
+        "return [document.querySelector('.course-toc details').getBoundingClientRect().left,"
+        " document.querySelector('.jp-CodeCell .jp-InputArea-editor').getBoundingClientRect().left];")
+    assert abs(contents - code) <= 1, f"the contents box ({contents}) is not aligned with the code cells ({code})"

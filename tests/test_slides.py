@@ -436,6 +436,8 @@ def test_every_key_code_slide_shows_the_output_its_cell_stores(decks):
             if shown:
                 first = make_slides.output_text(cell).splitlines()[0]
                 assert html.unescape(shown[1]).splitlines()[0] == first
+                lines = len(cell.source.splitlines()) + len(html.unescape(shown[1]).splitlines())
+                assert lines <= max(make_slides.MAX_SLIDE_LINES, len(cell.source.splitlines()) + 6)
 
 
 def test_every_name_a_code_slide_uses_is_defined_on_the_deck_or_named_in_its_note(decks):
@@ -459,3 +461,4 @@ def test_every_name_a_code_slide_uses_is_defined_on_the_deck_or_named_in_its_not
     build = next(body for kind, body in _slides(twelve) if kind == "code-slide" and "late.LateModel" in _text(body))
     assert "<code>late</code> (section 4)" in build or "<code>late</code> (section" in build
     assert "<code>round_trip</code> (recipe, <code>helpers.keras_files</code>)" in build
+    assert "layer     hidden         built   unbuilt" in html.unescape(build), "the pitfall's line is on the slide"

@@ -135,7 +135,10 @@ body.jp-Notebook { padding: 0 !important; }
 .course-chapter { padding: 10px; }
 .course-nav { position: sticky; top: 0; z-index: 10; background: #263238; color: #eceff1;
   padding: 0.5rem 1.5rem; font: 0.95rem/1.5 system-ui, -apple-system, "Segoe UI", sans-serif;
-  display: flex; flex-wrap: wrap; align-items: center; gap: 0.4rem 1.2rem; margin: 0; }
+  display: flex; flex-wrap: nowrap; align-items: center; gap: 0.4rem 1.2rem; margin: 0; }
+.course-links { display: flex; flex: 1; min-width: 0; align-items: center; gap: 0.4rem 1.1rem;
+  flex-wrap: wrap; }
+.course-links a { white-space: nowrap; }
 .course-nav a { color: #ffffff; text-decoration: none; }
 .course-nav a:hover { text-decoration: underline; }
 .course-nav .spacer { flex: 1; }
@@ -165,7 +168,7 @@ img { max-width: 100%; height: auto; }
 .course-toc { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; }
 .course-toc details { border: 1px solid #cfd8dc; border-radius: 6px; padding: 0.5rem 1rem; }
 .course-toc ul { list-style: none; padding-left: 0.5rem; margin: 0.4rem 0; }
-.course-toc { margin: 0.5rem 0 1rem var(--jp-cell-prompt-width, 0); }
+.course-toc { margin: 0.5rem 0 1rem calc(var(--jp-cell-prompt-width, 64px) + 17px); }
 .course-text .anchor-link { visibility: hidden; text-decoration: none; }
 .course-text :hover > .anchor-link { visibility: visible; }
 .course-toc summary, .course-solution > summary { cursor: pointer; font-weight: 600; }
@@ -173,8 +176,13 @@ img { max-width: 100%; height: auto; }
   border-radius: 6px; padding: 0.4rem 0.8rem; font-family: system-ui, -apple-system, "Segoe UI", sans-serif; }
 .course-solution > .jp-Cell { margin-left: calc(-1 * var(--jp-cell-prompt-width, 0)); }
 @media (max-width: 700px) {
-  .course-nav { position: relative; padding: 0.5rem 0.8rem; }
+  .course-nav { position: relative; padding: 0.35rem 0.8rem 0.5rem; flex-direction: column; align-items: stretch;
+    gap: 0.3rem; }
+  .course-links { flex-wrap: nowrap; overflow-x: auto; gap: 1rem; padding-bottom: 0.15rem; scrollbar-width: thin; }
+  .course-links .spacer { display: none; }
   .course-search { position: static; }
+  .course-search input { width: 100%; box-sizing: border-box; }
+  .course-chapter h1, .course-text h1 { font-size: 1.5rem; line-height: 1.25; margin: 0.6rem 0; }
   .course-results { top: 100%; left: 0.5rem; right: 0.5rem; width: auto; }
   .course-text { padding: 0 0.8rem; }
   .course-toc { margin-left: 0; }
@@ -183,7 +191,6 @@ img { max-width: 100%; height: auto; }
   .jp-Cell { padding: 0.2rem 0 !important; }
   .course-solution { margin-left: 0; }
   .course-solution > .jp-Cell { margin-left: 0; }
-  .course-search input { width: 9rem; }
 }
 @media (prefers-color-scheme: dark) {
   :root { color-scheme: dark; }
@@ -251,14 +258,22 @@ def navigation(page: str, chapters: list[Chapter], chapter: Chapter | None, url:
     items = [link("index.html", "Course map")]
     if chapter is not None:
         index = chapters.index(chapter)
+        # The number only (the title in a tooltip and for screen readers): two whole titles wrapped
+        # a 1280 px bar to two rows.
         if index > 0:
-            items.append(link(chapters[index - 1].page, "← " + chapters[index - 1].title))
+            before = chapters[index - 1]
+            items.append(link(before.page, "← " + before.stem[:2],
+                              f' title="{html.escape(before.title)}" aria-label="previous: {html.escape(before.title)}"'))
         if index + 1 < len(chapters):
-            items.append(link(chapters[index + 1].page, chapters[index + 1].title + " →"))
+            after = chapters[index + 1]
+            items.append(link(after.page, after.stem[:2] + " →",
+                              f' title="{html.escape(after.title)}" aria-label="next: {html.escape(after.title)}"'))
     items.append('<span class="spacer"></span>')
     if chapter is not None:
-        items.append(link(f"exercises/{chapter.stem}.ipynb", "Exercise notebook", " download"))
-        items.append(link(f"solutions/{chapter.stem}.ipynb", "Solution notebook", " download"))
+        items.append(link(f"exercises/{chapter.stem}.ipynb", "Exercises ⤓",
+                          ' download title="the exercise notebook (.ipynb), to download"'))
+        items.append(link(f"solutions/{chapter.stem}.ipynb", "Solutions ⤓",
+                          ' download title="the solution notebook (.ipynb), to download"'))
         items.append(link(f"slides/{chapter.stem}.html", "Slides", ' class="course-slides"'))
         colab = course_address.colab_url(url, ref, f"notebooks/{chapter.stem}.ipynb")
         if colab:
@@ -268,14 +283,16 @@ def navigation(page: str, chapters: list[Chapter], chapter: Chapter | None, url:
             items.append(f'<a class="course-binder" href="{html.escape(binder)}">Binder</a>')
     items.append(link("instructors/setup.html", "Setup"))
     items.append(link("instructors/cheatsheet.html", "Cheat sheet"))
+    items.append(link("instructors/glossary.html", "Glossary"))
     items.append(link("instructors/README.html", "Instructors"))
     if url:
         items.append(f'<a class="course-source" href="{html.escape(url)}">Source</a>')
-    items.append(
-        f'<span class="course-search" data-root="{html.escape(root)}"><input type="search" '
-        'id="course-search" placeholder="Search the course" aria-label="Search the course" autocomplete="off">'
-        '<div class="course-results" id="course-results" hidden></div></span>')
-    return ('<nav class="course-nav">' + "\n".join(items) + "</nav>"
+    search = (f'<span class="course-search" data-root="{html.escape(root)}"><input type="search" '
+              'id="course-search" placeholder="Search the course" aria-label="Search the course" autocomplete="off">'
+              '<div class="course-results" id="course-results" hidden></div></span>')
+    # The links in a row of their own (on a phone: one line that scrolls sideways), the search beside
+    # them (on a phone: below, the whole width, so that its placeholder shows whole).
+    return ('<nav class="course-nav"><div class="course-links">' + "\n".join(items) + "</div>" + search + "</nav>"
             f'<script src="{html.escape(root)}search.js" defer></script>')
 
 

@@ -17,9 +17,9 @@ A deck holds, in this order:
   before a shorter one); plots, timings, imports, the course's stored files and the chapter's setup
   are passed over. Each shows its section's heading, the cell's code as it is (at most 25
   lines, as every course cell), the output the notebook stores for it (``output_text``: its
-  printed text, result or error, at most 8 lines), and a line naming what the code uses that
-  no earlier slide of the deck defines (``defined_earlier``: the chapter's data, modules it
-  wrote, the recipes it imported);
+  printed text, result or error, at most 14 lines; code and output together at most 30), and a
+  line naming what the code uses that no earlier slide of the deck defines (``CodeSlide.earlier``:
+  the chapter's data, modules it wrote, the recipes it imported);
 * each exercise's prompt with the code learners start from: the exercise notebook's stub, made by
   tools/make_exercises.py, so no solution is on a slide (the prompt too loses any marked solution,
   and "the table above" becomes "the chapter's table": the slide has none above);
@@ -78,15 +78,16 @@ class CodeSlide:
     earlier: tuple[str, ...] = ()
 
 
-MAX_OUTPUT_LINES = 8
+MAX_OUTPUT_LINES = 14
+MAX_SLIDE_LINES = 30  # code and output together, so that the type stays readable on a projector
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 # Names imported from these top-level packages need no note (the chapter's setup, libraries).
 _SETUP_MODULES = {"helpers.notebook", "helpers.checks", "helpers.errors"}
 
 
-def output_text(cell: nbformat.NotebookNode) -> str:
+def output_text(cell: nbformat.NotebookNode, max_lines: int = MAX_OUTPUT_LINES) -> str:
     """What the notebook stores as the cell's output, as plain text (a plot as ``[plot]``), cut to
-    ``MAX_OUTPUT_LINES`` lines.
+    ``max_lines`` lines (the last one then ``…``).
 
     Example:
         >>> cell = nbformat.v4.new_code_cell("print(1)", outputs=[nbformat.v4.new_output("stream", text="1\\n")])
@@ -107,8 +108,8 @@ def output_text(cell: nbformat.NotebookNode) -> str:
             elif "text/plain" in data:
                 parts.append(data["text/plain"])
     lines = _ANSI.sub("", "\n".join(part.rstrip("\n") for part in parts)).strip("\n").splitlines()
-    if len(lines) > MAX_OUTPUT_LINES:
-        lines = [*lines[:MAX_OUTPUT_LINES - 1], "…"]
+    if len(lines) > max_lines:
+        lines = [*lines[:max_lines - 1], "…"]
     return "\n".join(lines)
 
 
@@ -318,7 +319,8 @@ def key_code(notebook: nbformat.NotebookNode) -> list[CodeSlide]:
     for heading, index in picked:
         cell = notebook.cells[index]
         earlier = _defined_earlier(notebook, index, free_names(cell.source) - shown, places)
-        chosen.append(CodeSlide(heading, cell.source, output_text(cell), earlier))
+        room = max(6, min(MAX_OUTPUT_LINES, MAX_SLIDE_LINES - len(cell.source.splitlines())))
+        chosen.append(CodeSlide(heading, cell.source, output_text(cell, room), earlier))
         shown |= bound_names(cell.source)
     return chosen
 

@@ -17,7 +17,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from helpers.checks import exercise_check, require
+from helpers.checks import exercise_check, quote, require
 
 V1 = tf.compat.v1
 
@@ -120,20 +120,21 @@ def check_call_serving_default(call_serving_default: Callable[[str, np.ndarray],
 # --------------------------------------------------------------------------- 09.2
 
 
-def _tf1_saved_model(folder: str) -> dict:
+def _tf1_saved_model(folder: str, factor: float = 1.0, shift: float = 0.0, sign: float = 1.0) -> dict:
     """A TF1 SavedModel with two meta graphs whose serving_default signatures name their outputs differently.
 
-    Returns the expected outputs per tag-set for the feeds the check uses.
+    ``factor`` and ``shift`` change the variables' values, ``sign`` the ops (``sign * b``): a second model
+    with the same names. Returns the expected outputs per tag-set for the feeds the check uses.
     """
-    kernel = np.arange(1, 7, dtype="float32").reshape(3, 2) / 4.0
-    bias = np.array([0.5, -1.5], dtype="float32")
+    kernel = factor * np.arange(1, 7, dtype="float32").reshape(3, 2) / 4.0
+    bias = np.array([0.5, -1.5], dtype="float32") + np.float32(shift)
     with tf.Graph().as_default():
         with V1.variable_scope("net"):
             x = V1.placeholder(tf.float32, [None, 3], name="x")
             scale = V1.placeholder(tf.float32, [], name="scale")
             w = V1.get_variable("w", initializer=kernel)
             b = V1.get_variable("b", initializer=bias)
-            logits = tf.identity(scale * tf.matmul(x, w) + b, name="logits")
+            logits = tf.identity(scale * tf.matmul(x, w) + (b if sign > 0 else -b), name="logits")
             probs = tf.nn.softmax(logits, name="probs")
         with V1.Session() as sess:
             sess.run(V1.global_variables_initializer())
@@ -153,7 +154,7 @@ def _tf1_saved_model(folder: str) -> dict:
                 ["serve", "edge"], signature_def_map={"serving_default": edge, "classify": crossed_edge})
             builder.save()
     batch = np.array([[1.0, -2.0, 0.5], [0.0, 1.5, 2.0]], dtype="float32")
-    answer = 2.0 * batch @ kernel + bias
+    answer = 2.0 * batch @ kernel + sign * bias
     soft = np.exp(answer - answer.max(axis=1, keepdims=True))
     soft /= soft.sum(axis=1, keepdims=True)
     return {
@@ -166,49 +167,62 @@ def _tf1_saved_model(folder: str) -> dict:
 @exercise_check("09.2")
 def check_run_tf1_signature(run_tf1_signature: Callable[[str, list, dict], dict]) -> str:
     with tempfile.TemporaryDirectory() as scratch:
-        folder = os.path.join(scratch, "tf1_net")
-        cases = _tf1_saved_model(folder)
-        before = _folder_digest(folder)
-        global_graph = V1.get_default_graph()  # the process-wide graph, outside any `with graph.as_default()`
-        ops_before = len(global_graph.get_operations())
-        for tags, (feeds, expected) in cases.items():
-            result = run_tf1_signature(folder, list(tags), dict(feeds))
-            require(
-                len(global_graph.get_operations()) == ops_before,
-                "your function loaded the meta graph into the process-wide default graph (a V1.Session() "
-                "with no graph of its own): use `with tf.Graph().as_default(), V1.Session() as sess:`",
-            )
-            require(
-                isinstance(result, dict),
-                f"run_tf1_signature returned a {type(result).__name__}; return a dict from each output key "
-                f"of the signature to its value (for tags {list(tags)}: {sorted(expected)})",
-            )
-            require(
-                sorted(result) == sorted(expected),
-                f"for the tag-set {list(tags)} you returned the keys {sorted(result)}; the serving_default "
-                f"signature of that meta graph has the output keys {sorted(expected)}. Load the meta graph "
-                "with the tags you were given, and key the result by signature.outputs' keys",
-            )
-            for key, value in expected.items():
-                require(
-                    isinstance(result[key], np.ndarray),
-                    f"the value of {key!r} is a {type(result[key]).__name__}, not a NumPy array: convert "
-                    "each tensor with .numpy() (sess.run returns arrays already)",
-                )
-                got = result[key]
-                require(
-                    got.shape == value.shape,
-                    f"for the tag-set {list(tags)}, the output {key!r} has shape {got.shape}, the signature "
-                    f"gives {value.shape}: return the values as they come (no squeeze)",
-                )
-                require(
-                    np.allclose(got, value, atol=1e-5),
-                    f"for the tag-set {list(tags)}, the output {key!r} does not hold the signature's value: "
-                    "run signature_def['serving_default'] by name (not another signature), fetching "
-                    "signature.outputs[key].name with every input of signature.inputs fed",
-                )
-        require(_folder_digest(folder) == before, "the SavedModel folder changed: only load it and run it")
+        # two SavedModels with the same names and other values, one after the other: a graph or session
+        # kept between calls answers the second with the first one's variables
+        first = _tf1_saved_model(os.path.join(scratch, "tf1_net"))
+        _check_tf1_model(run_tf1_signature, os.path.join(scratch, "tf1_net"), first, None)
+        second = _tf1_saved_model(os.path.join(scratch, "tf1_net_v2"), factor=-0.5, shift=1.0, sign=-1.0)
+        _check_tf1_model(run_tf1_signature, os.path.join(scratch, "tf1_net_v2"), second, first)
     return "both tag-sets ('serve'; 'serve', 'edge') ran, every output key returned"
+
+
+def _check_tf1_model(run_tf1_signature: Callable[[str, list, dict], dict], folder: str, cases: dict,
+                     earlier: dict | None) -> None:
+    """Run every tag-set of one SavedModel through the answer; ``earlier``: the model the answer ran before."""
+    before = _folder_digest(folder)
+    global_graph = V1.get_default_graph()  # the process-wide graph, outside any `with graph.as_default()`
+    ops_before = len(global_graph.get_operations())
+    for tags, (feeds, expected) in cases.items():
+        result = run_tf1_signature(folder, list(tags), dict(feeds))
+        require(
+            len(global_graph.get_operations()) == ops_before,
+            "your function loaded the meta graph into the process-wide default graph (a V1.Session() "
+            "with no graph of its own): use `with tf.Graph().as_default(), V1.Session() as sess:`",
+        )
+        require(
+            isinstance(result, dict),
+            f"run_tf1_signature returned a {type(result).__name__}; return a dict from each output key "
+            f"of the signature to its value (for tags {list(tags)}: {sorted(expected)})",
+        )
+        require(
+            sorted(result) == sorted(expected),
+            f"for the tag-set {list(tags)} you returned the keys {sorted(result)}; the serving_default "
+            f"signature of that meta graph has the output keys {sorted(expected)}. Load the meta graph "
+            "with the tags you were given, and key the result by signature.outputs' keys",
+        )
+        for key, value in expected.items():
+            require(
+                isinstance(result[key], np.ndarray),
+                f"the value of {key!r} is a {type(result[key]).__name__}, not a NumPy array: convert "
+                "each tensor with .numpy() (sess.run returns arrays already)",
+            )
+            got = result[key]
+            require(
+                got.shape == value.shape,
+                f"for the tag-set {list(tags)}, the output {key!r} has shape {got.shape}, the signature "
+                f"gives {value.shape}: return the values as they come (no squeeze)",
+            )
+            require(earlier is None or np.allclose(got, value, atol=1e-5),
+                    f"a second SavedModel (the same names, other values and ops) gave a wrong {key!r}, the first "
+                    "a right one: a graph or session kept between calls resolves the names to the first "
+                    "model's ops. Make a new tf.Graph() and Session inside the function, on every call")
+            require(
+                np.allclose(got, value, atol=1e-5),
+                f"for the tag-set {list(tags)}, the output {key!r} does not hold the signature's value: "
+                "run signature_def['serving_default'] by name (not another signature), fetching "
+                "signature.outputs[key].name with every input of signature.inputs fed",
+            )
+    require(_folder_digest(folder) == before, "the SavedModel folder changed: only load it and run it")
 
 
 # --------------------------------------------------------------------------- 09.3
@@ -303,6 +317,27 @@ def _base_saved_model(folder: str, n_inputs: int, endpoint: str) -> keras.Model:
     return base
 
 
+def _require_float32_input(model: keras.Model, n_inputs: int) -> None:
+    """The model's declared input (if any) is float32 of shape (None, n_inputs); float64 data (NumPy's default)
+    gets the answer the same data gets in float32."""
+    try:
+        inputs = list(model.inputs)
+    except (AttributeError, ValueError):  # a model built on its first call declares none
+        inputs = []
+    found = [(str(i.dtype), tuple(i.shape)) for i in inputs]
+    require(not found or found == [("float32", (None, n_inputs))],  # a subclassed model declares none
+            f"the model's inputs are {found}: it should take one float32 input of shape (None, {n_inputs}), "
+            f"e.g. keras.Input(({n_inputs},)), whatever dtype the data comes in")
+    data = np.random.default_rng(4).normal(size=(3, n_inputs))  # float64
+    try:
+        got = np.asarray(model(data))
+    except (TypeError, ValueError) as error:
+        require(False, f"the model fails on float64 data (NumPy's default): {quote(error, 80)}. Its "
+                       "keras.Input should be float32, so that Keras casts what comes in")
+    require(np.allclose(got, np.asarray(model(data.astype("float32"))), atol=1e-5),
+            "the model answers float64 data differently from the same data in float32: cast inputs to float32")
+
+
 @exercise_check("09.4")
 def check_frozen_base_with_head(frozen_base_with_head: Callable[[str, str, int, int], keras.Model]) -> str:
     n_inputs, units, endpoint = 6, 2, "encode"
@@ -323,6 +358,7 @@ def check_frozen_base_with_head(frozen_base_with_head: Callable[[str, str, int, 
             base.call_endpoint == endpoint,
             f"the TFSMLayer calls the endpoint {base.call_endpoint!r}; use the endpoint you were given ({endpoint!r})",
         )
+        _require_float32_input(model, n_inputs)
         x = np.random.default_rng(3).normal(size=(64, n_inputs)).astype("float32")
         out = model(x[:2])
         require(

@@ -281,8 +281,16 @@ def _key_hint(given: list[str], expected: list[str], frozen_left_out: bool = Fal
         return ("the variable names are right but the layer numbers are not: number only the layers "
                 "that have weights (an InputLayer, Dropout or Flatten has none), from 0")
     missing, extra = sorted(set(expected) - set(given)), sorted(set(given) - set(expected))
-    return (f"{len(missing)} key(s) missing, e.g. {missing[:1]}, and {len(extra)} unexpected, e.g. {extra[:1]}: "
-            "each key is 'layer_with_weights-N/' + the variable's name + the value suffix")
+    return (f"{len(missing)} key(s) missing, e.g. {_short_key(missing)}, and {len(extra)} unexpected, e.g. "
+            f"{_short_key(extra)}: each key is 'layer_with_weights-N/' + the variable's name + the value suffix")
+
+
+def _short_key(keys: list[str], most: int = 60) -> str:
+    """The first key, quoted, its middle left out when long (a hint stays within 300 characters)."""
+    if not keys:
+        return "none"
+    key = keys[0]
+    return repr(key if len(key) <= most else key[: most // 2 - 1] + "…" + key[-(most // 2 - 1):])
 
 
 @exercise_check("10.3")

@@ -20,7 +20,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from helpers.checks import exercise_check, require
+from helpers.checks import Hint, exercise_check, require
 from helpers.resume import _walk, state_table
 
 __all__ = [
@@ -81,8 +81,11 @@ class _State:
                 "generator": self.generator, "iterator": self.iterator}
 
 
-def _missing_piece_hint(checkpoint: tf.train.Checkpoint, state: _State) -> str | None:
-    """A hint for the first piece of ``state`` the checkpoint does not reach, or None."""
+_SECTION_3 = "section 3, 'Each piece, left out'"
+
+
+def _missing_piece_hint(checkpoint: tf.train.Checkpoint, state: _State) -> Hint | None:
+    """A hint in two steps for the first piece of ``state`` the checkpoint does not reach, or None."""
     # _walk also adds Keras's untracked variables, which a checkpoint would NOT save: use its children only
     reached = {id(obj) for path, obj in _walk(checkpoint) if "<variables>" not in path}
     model_vars = state.model.variables
@@ -90,22 +93,29 @@ def _missing_piece_hint(checkpoint: tf.train.Checkpoint, state: _State) -> str |
     stats = [v for v in state.model.non_trainable_variables if "moving" in v.path]
     trainable = state.model.trainable_variables
     if not any(id(v) in reached for v in trainable):
-        return "the checkpoint does not save the model: add model=model"
+        return Hint(f"the checkpoint does not save the model's weights: what a resumed run loses without them is "
+                    f"in {_SECTION_3}", "add the model to the checkpoint: model=model")
     if not all(id(v) in reached for v in trainable + stats):
-        return ("the checkpoint saves the model's trainable weights but not its BatchNormalization statistics "
-                "(non-trainable variables): save the model itself, model=model, not model.trainable_variables")
+        return Hint("the checkpoint saves the trainable weights but not the BatchNormalization statistics "
+                    f"(non-trainable variables): save the object that holds both ({_SECTION_3})",
+                    "save the model itself, model=model, not model.trainable_variables")
     if not all(id(v) in reached for v in seeds):
-        return ("the model's Dropout seed states are not saved: tf.train.Checkpoint(model=model) does not reach "
-                "them (section 3). Add them, e.g. seeds=untracked_variables(model)")
+        return Hint("the model's Dropout seed states are not saved: a checkpoint of the model does not reach "
+                    f"them ({_SECTION_3})",
+                    "add them to the checkpoint, e.g. seeds=untracked_variables(model)")
     if not all(id(v) in reached for v in state.optimizer.variables):
-        return ("the optimizer is not (fully) saved: add optimizer=optimizer, which holds its slots, its "
-                "iterations and so the learning-rate schedule's position")
+        return Hint("the optimizer is not (fully) saved: its slots, its step count and so the learning-rate "
+                    f"schedule's position are part of the state ({_SECTION_3})",
+                    "add optimizer=optimizer (the object, which holds its slots and iterations)")
     if id(state.step) not in reached:
-        return "the step counter is not saved: add step=step"
+        return Hint(f"the step counter is not saved: a resumed loop would not know where it was ({_SECTION_3})",
+                    "add step=step")
     if id(state.generator.state) not in reached and id(state.generator) not in reached:
-        return "the tf.random.Generator is not saved: add generator=generator"
+        return Hint(f"the tf.random.Generator is not saved: its state decides the next random numbers "
+                    f"({_SECTION_3})", "add generator=generator")
     if id(state.iterator) not in reached:
-        return "the tf.data iterator is not saved: add iterator=iterator (its position and shuffle buffer)"
+        return Hint(f"the tf.data iterator is not saved: its position and shuffle buffer decide the next batch "
+                    f"({_SECTION_3})", "add iterator=iterator")
     return None
 
 
@@ -118,7 +128,7 @@ def check_training_checkpoint(training_checkpoint: Callable) -> str:
         require(isinstance(checkpoint, tf.train.Checkpoint),
                 f"training_checkpoint should return a tf.train.Checkpoint, got {type(checkpoint).__name__}")
         hint = _missing_piece_hint(checkpoint, first)
-        require(hint is None, hint or "")
+        require(hint is None, hint or "")  # type: ignore[arg-type]
         path = checkpoint.write(os.path.join(folder, "mid", "ckpt"))
         first.advance(4)
         second = _State(build_optimizer=False)
@@ -129,11 +139,13 @@ def check_training_checkpoint(training_checkpoint: Callable) -> str:
         second.advance(4)
         expected, got = state_table(**first.pieces()), state_table(**second.pieces())
         differ = [name for name in expected if expected[name] != got[name]]
-        require(not differ,
-                f"after restoring your checkpoint and training on, these pieces differ from the run that never "
-                f"stopped: {', '.join(differ)}. Save every piece as the object itself (optimizer=optimizer, "
-                "not a list of its variables, which a fresh optimizer does not have yet), and the Dropout "
-                "seed states.")
+        require(not differ, Hint(
+            f"after restoring your checkpoint and training on, these pieces differ from the run that never "
+            f"stopped: {', '.join(differ)}. A fresh object restores only what was saved as the object itself "
+            f"({_SECTION_3})",
+            f"pieces differ: {', '.join(differ)}. Save each as the object itself (optimizer=optimizer, not a "
+            "list of its variables, which a fresh optimizer does not have yet), and the Dropout seed states",
+            kind="differ"))
     return "every piece is saved (BatchNorm statistics, Dropout seeds too); resuming equals never stopping"
 
 
@@ -351,12 +363,17 @@ def _ema_fixture() -> tuple[keras.Model, keras.optimizers.Optimizer, np.ndarray]
     """A model whose answer differs in training mode (BatchNorm, Dropout), with non-trainable statistics
     before its last trainable layer and one output (a size-1 axis)."""
     keras.utils.set_random_seed(17)
-    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(5, activation="tanh"),
-                              keras.layers.BatchNormalization(), keras.layers.Dropout(0.3), keras.layers.Dense(1)])
+    # Two layers of one shape whose names sort one way as variable paths ("mix_1/..." before "mix_10/...")
+    # and the other way as the averages' names ("mix_10_..." before "mix_1_..."): pairing by sorted
+    # names swaps their averages without an error.
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(4, activation="tanh", name="mix_1"),
+                              keras.layers.BatchNormalization(name="norm"),
+                              keras.layers.Dense(4, activation="tanh", name="mix_10"), keras.layers.Dropout(0.3),
+                              keras.layers.Dense(1, name="out")], name="ema_net")
     optimizer = keras.optimizers.SGD(0.2, use_ema=True, ema_momentum=0.7)
     optimizer.build(model.trainable_variables)
-    x = np.random.default_rng(3).normal(size=(24, 3)).astype("float32")
-    y = (x[:, :1] * 2.0 + x[:, 1:2] - x[:, 2:]).astype("float32")
+    x = np.random.default_rng(3).normal(size=(24, 4)).astype("float32")
+    y = (x[:, :1] * 2.0 + x[:, 1:2] - x[:, 2:3] + 0.5 * x[:, 3:]).astype("float32")
     for start in range(0, 24, 6):
         with tf.GradientTape() as tape:
             loss = tf.reduce_mean((model(x[start:start + 6], training=True) - y[start:start + 6]) ** 2)
@@ -385,9 +402,9 @@ def check_ema_predictions(ema_predictions: Callable) -> str:
             "these are the predictions of the trained weights, not of the averages: "
             "optimizer.finalize_variable_values(model.trainable_variables) swaps the averages in")
     require(np.allclose(got, expected, atol=1e-5),
-            "the predictions match neither the EMA weights nor the trained ones: swap averages into "
-            "model.trainable_variables only, keep the BatchNorm statistics (a clone starts without them), and "
-            "predict with model(x), not training=True")
+            "the predictions match neither the EMA weights nor the trained ones: give each trainable variable "
+            "its own average (not paired by sorted names), keep the BatchNorm statistics (a clone starts "
+            "without them), predict with model(x), not training=True")
     after = [v.numpy() for v in model.trainable_variables]
     require(all(np.array_equal(a, b) for a, b in zip(after, trained)),
             "the model no longer holds its trained weights: keep a copy before finalize_variable_values and "

@@ -41,10 +41,11 @@ def _best_so_far(values: list[float]) -> list[int]:
     return kept
 
 
-def _auc_model() -> keras.Model:
-    """A model compiled with an AUC metric named "auc" (as the exercise's `val_auc` implies), metrics built."""
+def _auc_model(compiled_auc: bool) -> keras.Model:
+    """A model compiled with an AUC metric named "auc" (its metrics built), or without metrics: the prompt's
+    callback watches models whose metrics it does not know."""
     model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1, activation="sigmoid", name="probe_10")])
-    model.compile("sgd", "binary_crossentropy", metrics=[keras.metrics.AUC(name="auc")])
+    model.compile("sgd", "binary_crossentropy", metrics=[keras.metrics.AUC(name="auc")] if compiled_auc else None)
     model.evaluate(_X, (_X[:, :1] > 0).astype("float32"), verbose=0)  # builds the compiled metrics
     return model
 
@@ -73,9 +74,10 @@ def check_best_checkpoint(make_best_checkpoint: Callable[[str], keras.callbacks.
         require(callback.monitor == "val_auc", Hint(
             f"the callback watches {callback.monitor!r}, not the validation AUC logged as 'val_auc' "
             "(section 8.1, 'ModelCheckpoint': monitor)", "pass monitor='val_auc'", kind="monitor"))
-        require(callback.mode != "min", Hint(
-            "in mode 'min' the lowest AUC is kept, and a higher AUC is better (section 8.1, 'ModelCheckpoint': "
-            "mode)", "pass mode='max' (or leave mode='auto', which asks the compiled AUC)"))
+        require(callback.mode == "max", Hint(
+            f"in mode {callback.mode!r} the callback does not keep the highest AUC: 'auto' reads the direction "
+            "from a compiled metric named 'auc', which a model may not have, and 'min' keeps the lowest "
+            "(section 8.1, 'ModelCheckpoint')", "say the direction yourself: pass mode='max'", kind="mode"))
         require(callback.best is None or callback.best == -np.inf, Hint(
             f"the callback starts from {callback.best!r}, so an epoch below it is never kept; the first epoch "
             "is the best so far (section 8.1, 'ModelCheckpoint')", "leave initial_value_threshold out",
@@ -85,18 +87,18 @@ def check_best_checkpoint(make_best_checkpoint: Callable[[str], keras.callbacks.
             "every epoch (section 8.1, 'ModelCheckpoint')", "leave save_freq='epoch' (the default)",
             kind="save_freq"))
         for run, aucs in enumerate(_AUC_RUNS):
-            _check_run(make_best_checkpoint if run else (lambda _: callback), folder, aucs)
-    return "weights only, best.weights.h5 in the folder, rewritten only when val_auc rises (compared every epoch)"
+            _check_run(make_best_checkpoint if run else (lambda _: callback), folder, aucs, compiled_auc=bool(run))
+    return "weights only, best.weights.h5 in the folder, rewritten only when val_auc rises (mode='max', every epoch)"
 
 
 def _check_run(make_best_checkpoint: Callable[[str], keras.callbacks.Callback], folder: str,
-               aucs: list[float]) -> None:
+               aucs: list[float], compiled_auc: bool) -> None:
     """Feed one run of logged values to a fresh callback; the file must follow the best epoch so far."""
     expected = os.path.join(folder, "best.weights.h5")
     if os.path.exists(expected):
         os.remove(expected)
     callback = make_best_checkpoint(folder)
-    model = _auc_model()
+    model = _auc_model(compiled_auc)
     callback.set_model(model)
     kept = []
     for epoch, auc in enumerate(aucs):

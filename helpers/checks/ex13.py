@@ -87,10 +87,21 @@ def _same_array(given: Any, original: np.ndarray) -> bool:
             and np.array_equal(given, original))
 
 
+_DTYPE_CLASH = re.compile(r"expected to be a (\w+) tensor but is a (\w+) tensor"
+                          r"|Can not cast TensorSpec\(.*?dtype=tf\.(\w+).*? to TensorSpec\(.*?dtype=tf\.(\w+)")
+
+
 def _call(call_by_keyword: Callable[[str, dict], np.ndarray], path: str, given: dict) -> Any:
     try:
         return call_by_keyword(path, given)
-    except TypeError as error:
+    except (TypeError, tf.errors.InvalidArgumentError) as error:
+        clash = _DTYPE_CLASH.search(str(error))
+        if clash:  # the cast's direction comes from the spec, whichever way it goes
+            wanted, got = (clash.group(1), clash.group(2)) if clash.group(1) else (clash.group(4), clash.group(3))
+            wanted, got = tf.as_dtype(wanted).name, tf.as_dtype(got).name  # "double" is float64
+            require(False, f"the signature got a tensor of dtype {got} for an input it takes as {wanted}: cast each array "
+                           "to the dtype of its own TensorSpec (signature.structured_input_signature[1][name]"
+                           ".dtype), not a dtype of your choosing")
         missing = re.search(r"missing a required argument: '(\w+)'", str(error))
         require(not missing, f"the signature got no value for its input {missing.group(1) if missing else ''!r}: "
                 "pass every array of the dict, each under its own name, signature(**{name: tensor})")
@@ -332,7 +343,13 @@ def check_hub_layer(hub_layer: Callable[[str], Any]) -> str:
         case = make_hub_module(os.path.join(folder, "text_hub_module"))
         layer = hub_layer(os.path.join(folder, "text_hub_module"))
         require(isinstance(layer, keras.layers.Layer), _not_a_keras3_layer(layer))
-        out = layer(case["x"])
+        try:
+            out = layer(case["x"])
+        except (TypeError, ValueError) as error:
+            require(False, f"calling your layer on a batch of shape {case['x'].shape} raised {type(error).__name__}. "
+                           "A Hub module is called as "
+                           "module(x, training), through its __call__, not through a signature (section 5, "
+                           "'TF Hub models in Keras 3')")
         if isinstance(out, dict) and len(out) == 1:
             (out,) = out.values()
         out = np.asarray(out)
