@@ -156,8 +156,9 @@ class AtomicModelCheckpoint(keras.callbacks.Callback):
         try:
             target = self.filepath.format(epoch=epoch + 1, **logs)
         except KeyError as error:
-            raise ValueError(f"AtomicModelCheckpoint: the filepath {self.filepath!r} names {error.args[0]!r}, "
-                             f"which is not logged (logged: {sorted(logs)}, and 'epoch')") from None
+            raise ValueError(f"AtomicModelCheckpoint: the filepath {self.filepath!r} names "
+                             f"{error.args[0]!r}, which is not logged (logged: {sorted(logs)}, "
+                             "and 'epoch')") from None
         self.save_atomically(target)
 
     def save_atomically(self, target: str) -> None:
