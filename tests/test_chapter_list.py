@@ -55,20 +55,39 @@ def test_the_instructor_notes_list_every_chapter_in_order():
     assert re.findall(r"^\| \[(\d\d)_", notes, flags=re.MULTILINE) == CHAPTERS
 
 
-def test_only_the_last_chapter_calls_itself_the_last():
-    for notebook in sorted((ROOT / "solutions").glob("[0-9][0-9]_*.ipynb")):
+@pytest.mark.parametrize("folder", ["solutions", "notebooks"])
+def test_no_chapter_names_a_count_of_chapters(folder):
+    for notebook in sorted((ROOT / folder).glob("[0-9][0-9]_*.ipynb")):
         text = "\n".join(_markdown(notebook))
-        says_last = re.search(r"\b(is|was) the last chapter\b", text, flags=re.IGNORECASE) is not None
-        assert says_last == (notebook.name[:2] == CHAPTERS[-1]), notebook.name
+        counted = re.search(rf"\b({'|'.join(NUMBER_WORDS)}|\d+) chapters\b", text, flags=re.IGNORECASE)
+        assert counted is None, f"{folder}/{notebook.name} names a count that goes stale: {counted[0]!r}"
 
 
-def test_each_chapter_points_to_the_next_one_not_further():
-    for number, following in zip(CHAPTERS, CHAPTERS[1:]):
-        notebook = next((ROOT / "solutions").glob(f"{number}_*.ipynb"))
-        text = "\n".join(_markdown(notebook)[-2:])
-        named = {int(n) for n in re.findall(r"(?:chapter|notebook|\*\*)\s*(\d\d)\b", text)}
-        if named:  # a chapter that names what comes next names an existing chapter
-            assert all(f"{n:02d}" in CHAPTERS for n in named), notebook.name
+@pytest.mark.parametrize("folder", ["solutions", "notebooks"])
+def test_only_the_last_chapter_calls_itself_the_last(folder):
+    for notebook in sorted((ROOT / folder).glob("[0-9][0-9]_*.ipynb")):
+        text = "\n".join(_markdown(notebook))
+        says_last = re.search(r"\b(last|final) chapter\b", text, flags=re.IGNORECASE) is not None
+        assert says_last == (notebook.name[:2] == CHAPTERS[-1]), f"{folder}/{notebook.name}"
+
+
+def _named_as_next(notebook: Path) -> set[str]:
+    """The chapter numbers on the lines starting "Next" at the end of a chapter."""
+    lines = "\n".join(_markdown(notebook)[-2:]).splitlines()
+    text = "\n".join(line for line in lines if re.match(r"\W*Next\b", line))
+    return set(re.findall(r"(?:chapter|notebook|\*\*|\[)\s*(\d\d)\b", text))
+
+
+@pytest.mark.parametrize("folder", ["solutions", "notebooks"])
+def test_each_chapter_points_to_the_next_one_not_further(folder):
+    for number, following in zip(CHAPTERS, [*CHAPTERS[1:], None]):
+        notebook = next((ROOT / folder).glob(f"{number}_*.ipynb"))
+        named = _named_as_next(notebook)
+        if following is None:  # the last chapter names no chapter after itself
+            assert all(n <= number for n in named), f"{folder}/{notebook.name}: {sorted(named)}"
+        else:
+            assert following in named, f"{folder}/{notebook.name} does not name {following} as next"
+            assert all(n <= following for n in named), f"{folder}/{notebook.name}: {sorted(named)}"
 
 
 def test_the_whole_course_schedule_has_every_chapter_once_in_order():
