@@ -276,6 +276,6 @@ def check_make_hard_sync(make_hard_sync) -> str:
                 "(tf.compat.v1.global_variables), not only the trainable ones")
         require(not wrong, f"after the sync, {dst}/{wrong[0] if wrong else ''} does not hold "
                            f"{src}/{wrong[0] if wrong else ''}: pair the variables by their name relative to "
-                           "the scope (all of it, 'head/u' is not 'u'), not by position or last name part; "
-                           f"cut only the leading '{src}/' (str.replace also changes it inside names)")
+                           "the scope (all of it, 'head/u' is not 'u'), not by position or last part; cut "
+                           f"only the leading '{src}/' (str.replace changes it inside names too)")
     return "one op copies every variable by relative name, in the asked direction; other scopes untouched"
