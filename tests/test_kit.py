@@ -139,6 +139,7 @@ def check_two(answer):
 ''')
     listed = make_kit.mistakes_by_exercise(module)
     assert list(listed) == ["99.1", "99.2"]
-    assert listed["99.1"] == ["the first mistake of 99.1, said in full", "the fix, not the other way",
+    # In source order: the module's constant (line 2) before the check's own hints; one per kind.
+    assert listed["99.1"] == ["the fix, not the other way", "the first mistake of 99.1, said in full",
                               "a step whose fix needs its idea (section 3) — call f()"]
     assert listed["99.2"] == ["the only mistake of 99.2, said in full"]
