@@ -297,9 +297,9 @@ def sync_notebook_names(src_scope, dst_scope):
     (sync_trainable_only, "stats/moving_mean was not copied"),
     (sync_by_position, "pair the variables by their name relative to the scope"),
     (sync_no_slash, "pair the variables by their name relative to the scope"),
-    (sync_backwards, "the source actor/ changed"),
+    (sync_backwards, "the source actor_target/ changed"),
     (sync_list_of_ops, "return ONE op"),
-    (sync_notebook_names, "nothing under actor_target/ changed"),
+    (sync_notebook_names, "nothing under actor/ changed"),
 ])
 def test_make_hard_sync_rejects(answer, hint):
     with pytest.raises(CheckFailed, match=hint):
@@ -763,3 +763,39 @@ def sync_reads_all_first(src_scope, dst_scope):
                          ids=lambda f: f.__name__)
 def test_05_4_right_answers_written_otherwise_pass(answer):
     accepted(ex05.check_make_hard_sync, answer)
+
+
+# ----- review of the checks (finding 2): names mapped with str.replace(src_scope, dst_scope)
+
+
+def sync_replace_scope(src_scope, dst_scope):
+    dst = {v.op.name: v for v in V1.global_variables(dst_scope + "/")}
+    return tf.group(*[dst[v.op.name.replace(src_scope, dst_scope)].assign(v)
+                      for v in V1.global_variables(src_scope + "/")])
+
+
+def sync_replace_scope_filtered(src_scope, dst_scope):
+    dst = {v.op.name: v for v in V1.global_variables(dst_scope + "/")}
+    pairs = [(v.op.name.replace(src_scope, dst_scope), v) for v in V1.global_variables(src_scope + "/")]
+    return tf.group(*[dst[name].assign(v) for name, v in pairs if name in dst])
+
+
+def sync_replace_leading_scope_once(src_scope, dst_scope):
+    dst = {v.op.name: v for v in V1.global_variables(dst_scope + "/")}
+    return tf.group(*[dst[v.op.name.replace(src_scope + "/", dst_scope + "/", 1)].assign(v)
+                      for v in V1.global_variables(src_scope + "/")])
+
+
+def test_05_4_str_replace_of_the_scope_is_rejected():
+    hint = rejects(ex05.check_make_hard_sync, sync_replace_scope, may_raise=True)
+    assert len(hint) <= 300, hint
+
+
+def test_05_4_str_replace_of_the_scope_with_a_filter_is_rejected_with_the_leading_scope_hint():
+    hint = rejects(ex05.check_make_hard_sync, sync_replace_scope_filtered)
+    assert "q_target/head/q_proj does not hold q/head/q_proj" in hint and "leading 'q/'" in hint, hint
+    assert len(hint) <= 300, hint
+
+
+def test_05_4_replacing_only_the_leading_scope_passes():
+    passes(ex05.check_make_hard_sync, sync_replace_leading_scope_once)

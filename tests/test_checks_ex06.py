@@ -948,3 +948,63 @@ def test_06_2_right_answers_written_otherwise_pass(answer):
 def test_06_3_the_hint_quoting_tensorflow_fits_300_characters_with_its_prefix():
     hint = rejected(ex06.check_restore_hidden_layer, restore_hidden_layer_asserting_everything)
     assert len(hint) <= 300 and "TensorFlow: " in hint and hint.endswith("…"), hint
+
+
+# ----- review of the checks (findings 1 and 4a): orphan data files, relative paths, the root's edge
+
+
+def keep_deletes_index_only(step_fn, checkpoint, directory, steps, keep):
+    paths = []
+    for _ in range(steps):
+        step_fn()
+        paths.append(checkpoint.save(os.path.join(directory, "ckpt")))
+        while len(paths) > keep:
+            os.remove(paths.pop(0) + ".index")
+    return paths[-1]
+
+
+def keep_relative_manager(step_fn, checkpoint, directory, steps, keep):
+    manager = tf.train.CheckpointManager(checkpoint, "ckpts", max_to_keep=keep)
+    path = None
+    for _ in range(steps):
+        step_fn()
+        path = manager.save()
+    return path
+
+
+def test_06_1_deleting_only_the_index_files_of_old_checkpoints_is_rejected():
+    hint = rejected(ex06.check_train_and_keep, keep_deletes_index_only)
+    assert "files of deleted checkpoints remain (" in hint and ".data-" in hint, hint
+    assert "CheckpointManager" in hint and len(hint) <= 300, hint
+
+
+def test_06_1_a_relative_path_writes_nothing_beside_the_notebook(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    hint = rejected(ex06.check_train_and_keep, keep_relative_manager)
+    assert "current folder" in hint and "`directory`" in hint, hint
+    assert os.listdir(tmp_path) == [] and os.getcwd() == str(tmp_path)
+
+
+def test_06_1_the_answer_runs_in_a_folder_of_its_own_and_the_current_folder_comes_back(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    accepted(ex06.check_train_and_keep, keep_by_hand)
+    assert os.listdir(tmp_path) == [] and os.getcwd() == str(tmp_path)
+
+
+def infer_model_as_root(ckpt_path, make_model):
+    model = make_model()
+    tf.train.Checkpoint(model).restore(ckpt_path).assert_existing_objects_matched()
+    return model
+
+
+def infer_edge_net(ckpt_path, make_model):
+    model = make_model()
+    tf.train.Checkpoint(net=model).restore(ckpt_path).assert_existing_objects_matched()
+    return model
+
+
+@pytest.mark.parametrize("answer", [infer_model_as_root, infer_edge_net], ids=lambda f: f.__name__)
+def test_06_2_unbound_objects_get_the_hint_about_the_edge_model(answer):
+    first, second = stepped(ex06.check_restore_for_inference, answer)
+    assert "edge 'model'" in first and "section 4" in first and "assert_consumed" not in first, first
+    assert "tf.train.Checkpoint(model=model)" in second, second

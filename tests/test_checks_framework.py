@@ -552,3 +552,25 @@ def test_every_first_step_names_where_the_chapter_shows_the_idea(chapter):
             idea = node.args[0] if node.args else next(k.value for k in node.keywords if k.arg == "idea")
             text = _literal(idea)
             assert text is None or "section" in text.lower(), f"{chapter}.py line {node.lineno}: {text}"
+
+
+def test_a_learners_own_not_implemented_error_is_said_to_be_theirs_not_a_librarys():
+    def double(x):
+        raise NotImplementedError("todo")
+
+    with pytest.raises(LearnerCodeError) as caught:
+        check_double(double)
+    message = str(caught.value)
+    assert "that line of yours raises it" in message and "library" not in message, message
+    assert "raise NotImplementedError(\"todo\")" in message and len(message) <= 300, message
+
+
+def test_a_not_implemented_error_raised_inside_a_library_still_names_the_library():
+    import logging
+
+    def double(x):
+        logging.Handler().emit(logging.makeLogRecord({"msg": str(x)}))  # the library raises
+
+    with pytest.raises(LearnerCodeError) as caught:
+        check_double(double)
+    assert "a library does not support that call here" in str(caught.value), str(caught.value)

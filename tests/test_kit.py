@@ -184,3 +184,40 @@ def test_every_glossary_entry_points_to_a_chapter_that_mentions_it():
                    "signature", "endpoint", "legacy .h5", "keras", "tf-keras", "tfsmlayer",
                    "frozen graph", "litert"):
         assert needed in terms, needed
+
+
+def test_every_exercise_of_a_chapter_has_a_mistake_listed():
+    notes = (ROOT / "instructors" / "chapters.md").read_text()
+    for path in CHAPTERS:
+        notebook = make_kit.nbformat.read(path, as_version=4)
+        numbers = [heading.split()[1].rstrip(":") for heading in make_kit.exercises(notebook)]
+        listed = make_kit.mistakes_by_exercise(ROOT / "helpers" / "checks" / f"ex{path.stem[:2]}.py")
+        for number in numbers:
+            assert listed.get(number), f"{path.stem}: exercise {number} has no mistake listed"
+            assert f"- {number}: {listed[number][0]}" in notes, f"{number}: run `python tools/make_kit.py`"
+
+
+def test_mistakes_are_collected_in_source_order_and_merged_by_kind(tmp_path):
+    module = tmp_path / "ex99.py"
+    module.write_text('''
+_SHARED = Hint("the idea of a shared mistake (section 1)", "the fix, not the other way", kind="shared")
+
+
+@exercise_check("99.1")
+def check_one(answer):
+    require(answer != 1, "the first mistake of 99.1, said in full")
+    require(answer != 2, _SHARED)
+    require(answer != 3, Hint("another idea, same kind (section 2)", "another fix of that kind", kind="shared"))
+    require(answer != 4, Hint("a step whose fix needs its idea (section 3)", "call f()"))
+
+
+@exercise_check("99.2")
+def check_two(answer):
+    require(answer != 5, "the only mistake of 99.2, said in full")
+''')
+    listed = make_kit.mistakes_by_exercise(module)
+    assert list(listed) == ["99.1", "99.2"]
+    # In source order: the module's constant (line 2) before the check's own hints; one per kind.
+    assert listed["99.1"] == ["the fix, not the other way", "the first mistake of 99.1, said in full",
+                              "a step whose fix needs its idea (section 3) — call f()"]
+    assert listed["99.2"] == ["the only mistake of 99.2, said in full"]

@@ -20,7 +20,7 @@ import nbformat
 ROOT = Path(__file__).resolve().parent.parent
 KIT = ROOT / "instructors"
 SLIDES = "build/site/slides"  # where `make site` writes each chapter's slides (tools/make_slides.py)
-MAX_MISTAKES = 8
+MAX_MISTAKES = 12  # per chapter: three for each of four exercises
 
 # Minutes to teach a chapter (walk-through plus exercises in pairs), and questions for discussion.
 TEACHING = {
@@ -118,38 +118,128 @@ def _text(node: ast.AST) -> str | None:
         return node.value
     if isinstance(node, ast.JoinedStr):
         return "".join(part.value if isinstance(part, ast.Constant) else "…" for part in node.values)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):  # "text " + computed text
+        left, right = _text(node.left), _text(node.right)
+        if left is not None or right is not None:
+            return (left if left is not None else "…") + (right if right is not None else "…")
     return None
 
 
-def _hint_text(node: ast.AST) -> str | None:
-    """The mistake a call states: a ``require(condition, "hint")``'s hint, a ``Hint(idea, fix)``'s fix."""
+def _argument(call: ast.Call, position: int, name: str) -> ast.AST | None:
+    if len(call.args) > position:
+        return call.args[position]
+    return next((keyword.value for keyword in call.keywords if keyword.arg == name), None)
+
+
+def _stands_alone(fix: str) -> bool:
+    """A fix that also says what went wrong ("..., not ...") reads alone; an instruction alone does not."""
+    return bool(re.search(r"\bnot\b|n't\b|\binstead\b", fix))
+
+
+def _hint_entry(node: ast.AST) -> tuple[str, str] | None:
+    """(kind, text) of the mistake a call states: a ``require(condition, "hint")``, or a ``Hint(idea, fix)``.
+
+    A hint in steps is listed by its precise fix when that says what was wrong, else as "idea — fix";
+    its kind (``kind=``, or the fix) merges the hints that name one mistake.
+    """
     if not isinstance(node, ast.Call):
         return None
     name = getattr(node.func, "id", None)
     if name == "require" and len(node.args) > 1:
-        return _text(node.args[1])
-    if name == "Hint":  # a hint in steps: the precise fix says what the mistake was
-        fix = node.args[1] if len(node.args) > 1 else next(
-            (keyword.value for keyword in node.keywords if keyword.arg == "fix"), None)
-        return _text(fix) if fix is not None else None
+        text = _text(node.args[1])
+        return (text, text) if text is not None else None
+    if name == "Hint":
+        idea, fix = _text(_argument(node, 0, "idea") or ast.Constant(None)), _text(
+            _argument(node, 1, "fix") or ast.Constant(None))
+        if fix is None:
+            return None
+        kind_node = _argument(node, 2, "kind")
+        kind = _text(kind_node) if kind_node is not None else None
+        text = fix if _stands_alone(fix) or not idea else f"{idea.rstrip()} — {fix}"
+        return (kind or fix, text)
     return None
 
 
-def mistakes(check_module: Path) -> list[str]:
-    """Each hint the chapter's checks can give, whole, in the order they are written.
+def _exercise_id(function: ast.FunctionDef) -> str | None:
+    for decorator in function.decorator_list:
+        if (isinstance(decorator, ast.Call) and getattr(decorator.func, "id", None) == "exercise_check"
+                and decorator.args and isinstance(decorator.args[0], ast.Constant)):
+            return str(decorator.args[0].value)
+    return None
 
-    A hint in steps (``Hint(idea, fix)``) is listed by its precise fix. Parts computed when the
+
+def _reachable(function: ast.FunctionDef, definitions: dict[str, ast.AST]) -> list[ast.AST]:
+    """``function`` and the module's functions and constants it uses, directly or through them."""
+    found, todo, seen = [], [function], {function.name}
+    while todo:
+        node = todo.pop()
+        found.append(node)
+        for inner in ast.walk(node):
+            if isinstance(inner, ast.Name) and inner.id in definitions and inner.id not in seen:
+                seen.add(inner.id)
+                todo.append(definitions[inner.id])
+    return found
+
+
+def mistakes_by_exercise(check_module: Path) -> dict[str, list[str]]:
+    """The hints each exercise's check can give, in source order, at most ``MAX_MISTAKES`` for the chapter.
+
+    A check's hints include those of the module's helpers and Hint constants it uses. Hints of one
+    kind are merged. Every exercise keeps at least one; the rest are taken in turns, one per
+    exercise at a time, so that no exercise's hints push out another's. Parts computed when the
     check runs (an f-string's fields) are shown as "…"; a hint that is nothing but such parts is
     left out.
     """
-    hints = []
-    for node in ast.walk(ast.parse(check_module.read_text())):
-        text = _hint_text(node)
-        if text is not None:
+    tree = ast.parse(check_module.read_text())
+    definitions: dict[str, ast.AST] = {}
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef):
+            definitions[node.name] = node
+        elif isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    definitions[target.id] = node
+    checks = sorted(((_exercise_id(node), node) for node in tree.body if isinstance(node, ast.FunctionDef)
+                     and _exercise_id(node)), key=lambda pair: pair[0])
+    kinds_seen: set[str] = set()
+    steps: set[str] = set()
+    found: dict[str, list[tuple[int, int, str]]] = {}
+    for exercise, function in checks:
+        calls = sorted((inner for node in _reachable(function, definitions) for inner in ast.walk(node)
+                        if isinstance(inner, ast.Call)), key=lambda call: (call.lineno, call.col_offset))
+        entries = found.setdefault(exercise, [])
+        for call in calls:
+            entry = _hint_entry(call)
+            if entry is None:
+                continue
+            kind, text = entry
             hint = re.sub(r"\s+", " ", text).strip()
-            if len(hint.replace("…", "").strip()) > 15 and hint not in hints:
-                hints.append(hint)
-    return hints[:MAX_MISTAKES]
+            if getattr(call.func, "id", None) == "Hint":
+                steps.add(hint)
+            if len(hint.replace("…", "").strip()) > 15 and kind not in kinds_seen:
+                kinds_seen.add(kind)
+                entries.append((call.lineno, call.col_offset, hint))
+    # Taken in turns; within an exercise the hints in steps (the mistakes its author singled out) first.
+    ranked = {exercise: sorted(entries, key=lambda entry: not _is_stepped(entry[2], steps))
+              for exercise, entries in found.items()}
+    chosen: dict[str, list[tuple[int, int, str]]] = {exercise: [] for exercise in found}
+    budget, turn = max(MAX_MISTAKES, len(found)), 0
+    while budget and any(turn < len(entries) for entries in ranked.values()):
+        for exercise, entries in ranked.items():
+            if budget and turn < len(entries):
+                chosen[exercise].append(entries[turn])
+                budget -= 1
+        turn += 1
+    return {exercise: [hint for *_, hint in sorted(entries)] for exercise, entries in chosen.items() if entries}
+
+
+def _is_stepped(hint: str, steps: set[str]) -> bool:
+    return hint in steps
+
+
+def mistakes(check_module: Path) -> list[str]:
+    """Each hint listed for the chapter's checks, whole: ``mistakes_by_exercise``'s, exercise by exercise."""
+    return [hint for hints in mistakes_by_exercise(check_module).values() for hint in hints]
 
 
 def chapter_notes(run_times: dict[str, float]) -> str:
@@ -187,7 +277,8 @@ def chapter_notes(run_times: dict[str, float]) -> str:
         checks = ROOT / "helpers" / "checks" / f"ex{number}.py"
         if checks.exists() and mistakes(checks):
             lines += ["**Mistakes learners make** (the checks' hints)", ""]
-            lines += [f"- {hint}" for hint in mistakes(checks)] + [""]
+            lines += [f"- {exercise}: {hint}" for exercise, hints in mistakes_by_exercise(checks).items()
+                      for hint in hints] + [""]
         lines += ["**For discussion**", ""] + [f"- {question}" for question in TEACHING[number][1]]
     return "\n".join(lines) + "\n"
 

@@ -379,6 +379,9 @@ def _dtype_cause(text: str) -> str | None:
     return None
 
 
+_NOT_SUPPORTED = "a library does not support that call here (this is not the exercise's stub)."
+
+
 def _specific_cause(error: BaseException) -> str | None:
     """The likely cause of an error learners meet often, from its message and type; None for others."""
     text = _ANSI.sub("", f"{type(error).__name__}: {error}")
@@ -394,7 +397,7 @@ def _specific_cause(error: BaseException) -> str | None:
     if isinstance(error, KeyError):
         return "a key was not in the dict or map: print its keys to see the names it has."
     if isinstance(error, NotImplementedError):
-        return "a library does not support that call here (this is not the exercise's stub)."
+        return _NOT_SUPPORTED
     return None
 
 
@@ -460,6 +463,10 @@ def _learner_error_hint(error: BaseException, check_code: frozenset[CodeType], l
     # A specific cause always shows; without one, the library's own message is the best guide, so it
     # gets the room, and the general advice for its type comes only if it still fits.
     specific = _specific_cause(error)
+    if (specific == _NOT_SUPPORTED and frames  # the learner's own `raise NotImplementedError(...)`
+            and _innermost_frame_is(error.__traceback__, frames[-1])):
+        specific = ("that line of yours raises it (it is not the exercise's stub): replace the raise with "
+                    "the code that answers the exercise.")
     cause = f"Likely cause: {specific or _likely_cause(error)}"
     budget = limit - len(head) - 1 - (len(cause) + 1 if specific else 0)
     lines, used = [], 0

@@ -204,14 +204,19 @@ def check_save_trainable_only(save_trainable_only: Callable[[V1.Session, str], s
         require(not any(key.endswith(":0") for key in keys),
                 f"the keys end in ':0' ({sorted(keys)}): a dict of `variable.name` keys writes them; "
                 "a list of variables (or `variable.op.name` keys) does not.")
-        require("global_step" not in keys and "encoder/moving_mean" not in keys,
+        require("global_step" not in keys and "encoder/moving_mean" not in keys, Hint(
                 "the checkpoint also holds non-trainable variables (global_step, encoder/moving_mean): "
-                "give the Saver `var_list=V1.trainable_variables()`.")
+                "a Saver saves every variable unless told which (section 5, \"Saving a subset\").",
+                "give the Saver `var_list=V1.trainable_variables()`.",
+                kind="non-trainable saved"))
         require(keys == trainable,
                 f"expected the trainable variables {sorted(trainable)}, found {sorted(keys)}: save every "
                 "trainable variable of the graph, whatever its name.")
-        require(not os.path.exists(path + ".meta"),
-                "a '.meta' file was written too: `saver.save(..., write_meta_graph=False)` saves values only.")
+        require(not os.path.exists(path + ".meta"), Hint(
+                "a '.meta' file (the graph) was written too: the exercise asks for values only; section 2 "
+                "(\"What `Saver` wrote\") says which argument of save() leaves it out.",
+                "`saver.save(..., write_meta_graph=False)` saves values only.",
+                kind="meta written"))
         reader = tf.train.load_checkpoint(path)
         for name in sorted(trainable):
             require(np.array_equal(reader.get_tensor(name), values[name]),
@@ -255,18 +260,38 @@ _SESSION_GRAPH_01_2 = Hint(
 def check_save_without_scope(save_without_scope: Callable[[V1.Session, str, str], str]) -> str:
     """``save_without_scope(sess, scope, prefix)``: scope/'s variables under keys without the scope."""
     inner = {"dense/kernel": ((2, 2), True), "dense/bias": ((2,), True), "norm/moving_mean": ((2,), False)}
-    specs = {f"{scope}/{name}": spec for scope in ("model_1", "model_10", "model_1_old") for name, spec in inner.items()}
+    all_scopes = ("model_1", "model_10", "model_1_old", "ensemble/model_1", "ensemble/model_10")
+    specs = {f"{scope}/{name}": spec for scope in all_scopes for name, spec in inner.items()}
     with tempfile.TemporaryDirectory() as folder:
-        for scope in ("model_1", "model_10"):
+        for scope in ("model_1", "model_10", "ensemble/model_1"):  # a scope may have several parts
             with tf.Graph().as_default():
                 values = _make_variables(specs)
                 with V1.Session() as sess:
                     sess.run(V1.global_variables_initializer())
                     initial, values = values, _move_away(sess, values)
-                    path = _returned_checkpoint(save_without_scope(sess, scope, os.path.join(folder, scope)),
-                                                "save_without_scope")
+                    target = os.path.join(folder, scope.replace("/", "_"))
+                    try:
+                        returned = save_without_scope(sess, scope, target)
+                    except ValueError as error:  # a Saver of no variables: the scope's parts were split
+                        require("/" not in scope or "No variables to save" not in str(error),
+                                f"saving scope {scope!r}, your Saver got no variables: a scope may have "
+                                "several parts; select the variables whose names start with scope + '/'.")
+                        raise
+                    path = _returned_checkpoint(returned, "save_without_scope")
             keys = _keys(path)
-            others = sorted({key.split("/")[0] for key in keys} & {"model_10", "model_1_old"} - {scope})
+            reader = tf.train.load_checkpoint(path)
+            tails = [scope.split("/", n)[n] for n in range(1, scope.count("/") + 1)]
+            partly = sorted(key for key in keys if any(key.startswith(f"{tail}/") for tail in tails))
+            require(not partly,
+                    f"saving scope {scope!r}, the keys still hold part of it ({partly[:1]} ...): remove the whole "
+                    f"scope and its '/' ('{scope}/'), not only its first part.")
+            strangers = sorted((full, key) for key in keys - set(inner) for full, value in values.items()
+                               if not full.startswith(f"{scope}/") and np.array_equal(reader.get_tensor(key), value))
+            if strangers and not any(key.startswith(f"{scope}/") for key in keys):
+                require(False, f"saving scope {scope!r}, variables of another scope got in ({strangers[0][0]!r} "
+                               f"saved as {strangers[0][1]!r}): select with scope + '/' (mind the '/': 'model_1' is "
+                               "also the start of 'model_10').")
+            others = sorted({key.split("/")[0] for key in keys} & {s.split("/")[0] for s in all_scopes} - {scope})
             scoped = sorted(key for key in keys if key.startswith(f"{scope}/") or key.split("/")[0] in others)
             require(not scoped,
                     f"saving scope {scope!r}, the keys still start with a scope ({scoped[:1]} ...). Keep only "
@@ -283,7 +308,6 @@ def check_save_without_scope(save_without_scope: Callable[[V1.Session, str, str]
                     f"saving scope {scope!r}, expected the keys {sorted(inner)}, found {extra[:1]} too. Cut "
                     "exactly the scope and its '/' from the front of each name (`removeprefix`; `lstrip` "
                     "removes characters, not a prefix).")
-            reader = tf.train.load_checkpoint(path)
             for name in inner:
                 saved = reader.get_tensor(name)
                 source = next((full for full, value in values.items() if np.array_equal(saved, value)), None)
@@ -312,8 +336,8 @@ def check_save_without_scope(save_without_scope: Callable[[V1.Session, str, str]
         reader = tf.train.load_checkpoint(path)
         require(_keys(path) == set(inner) and all(np.array_equal(reader.get_tensor(name), values[f"model_10/{name}"])
                                                   for name in inner), _SESSION_GRAPH_01_3)
-    return ("model_1/ and model_10/ each saved alone (3 variables), keys without the scope, the session's "
-            "current values, from the session's own graph")
+    return ("model_1/, model_10/ and ensemble/model_1/ each saved alone (3 variables), keys without the "
+            "scope, the session's current values, from the session's own graph")
 
 
 _SESSION_GRAPH_01_3 = Hint(

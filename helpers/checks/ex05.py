@@ -188,7 +188,8 @@ def check_consistency_loss(consistency_loss) -> str:
 # ---------------------------------------------------------------- 05.4 (graph mode)
 
 # 'head/u' and 'u' share a leaf name: pairing by the last part of the name shows.
-_SHAPES = {"w": [3, 3], "u": [3, 3], "b": [3], "head/u": [3, 3], "stats/moving_mean": [3]}
+# 'head/q_proj' holds the short source scope 'q' inside its name: str.replace(src, dst) on it shows.
+_SHAPES = {"w": [3, 3], "u": [3, 3], "b": [3], "head/u": [3, 3], "head/q_proj": [3], "stats/moving_mean": [3]}
 
 
 def _scopes_graph(pairs):
@@ -250,15 +251,17 @@ def _same(a, b) -> bool:
 
 @exercise_check("05.4")
 def check_make_hard_sync(make_hard_sync) -> str:
-    # The destination's order pairs every variable with another of the same shape by position.
-    forward = [("actor", 1.0, ["w", "u", "b", "head/u", "stats/moving_mean"]),
-               ("actor_target", 20.0, ["u", "head/u", "stats/moving_mean", "w", "b"]),
-               ("actor_old", 40.0, ["w", "u", "b", "head/u", "stats/moving_mean"])]
-    backward = [("q_target", 60.0, ["u", "w", "stats/moving_mean", "head/u", "b"]),
-                ("q", 80.0, ["w", "head/u", "b", "u", "stats/moving_mean"]),
-                ("q_old", 90.0, ["w", "u", "b", "head/u", "stats/moving_mean"])]
-    for src, dst, scopes, other in (("actor", "actor_target", forward, "actor_old"),
-                                     ("q_target", "q", backward, "q_old")):
+    # Both directions: a longer scope into a shorter one, and the short 'q' into 'q_target' (a scope
+    # that holds the source's name, as does 'head/q_proj').
+    # Each destination's order pairs every variable with another of the same shape by position.
+    backward = [("actor", 1.0, ["w", "u", "b", "stats/moving_mean", "head/u", "head/q_proj"]),
+                ("actor_target", 20.0, ["u", "head/u", "stats/moving_mean", "head/q_proj", "w", "b"]),
+                ("actor_old", 40.0, ["w", "u", "b", "head/u", "head/q_proj", "stats/moving_mean"])]
+    forward = [("q_target", 60.0, ["u", "w", "stats/moving_mean", "b", "head/u", "head/q_proj"]),
+               ("q", 80.0, ["w", "head/u", "b", "head/q_proj", "u", "stats/moving_mean"]),
+               ("q_old", 90.0, ["w", "u", "b", "head/u", "head/q_proj", "stats/moving_mean"])]
+    for src, dst, scopes, other in (("actor_target", "actor", backward, "actor_old"),
+                                     ("q", "q_target", forward, "q_old")):
         before, after = _run_sync(make_hard_sync, src, dst, scopes)
         require(_same(after[src], before[src]),
                 f"the source {src}/ changed: copy from src_scope into dst_scope, not the other way")
@@ -273,5 +276,6 @@ def check_make_hard_sync(make_hard_sync) -> str:
                 "(tf.compat.v1.global_variables), not only the trainable ones")
         require(not wrong, f"after the sync, {dst}/{wrong[0] if wrong else ''} does not hold "
                            f"{src}/{wrong[0] if wrong else ''}: pair the variables by their name relative to "
-                           "the scope (all of it, 'head/u' is not 'u'), not by position or last name part")
+                           "the scope (all of it, 'head/u' is not 'u'), not by position or last part; cut "
+                           f"only the leading '{src}/' (str.replace changes it inside names too)")
     return "one op copies every variable by relative name, in the asked direction; other scopes untouched"

@@ -9,9 +9,11 @@ and the checks verify that the source checkpoint is left as it was.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import keras
@@ -109,6 +111,13 @@ def check_restore_hidden_layer(restore_hidden_layer: Callable[[str], keras.layer
     return "the returned Dense(4, relu) holds model.hidden's saved kernel and bias; the file is unchanged"
 
 
+_NOT_RESTORED = Hint(
+    "your model does not hold the saved values (every kernel and bias): the file's root "
+    "has an edge 'model' (section 4, \"Restoring into a second model\").",
+    "restore the checkpoint into it with tf.train.Checkpoint(model=model).restore(ckpt_path)",
+    kind="not restored")
+
+
 @exercise_check("06.2")
 def check_restore_for_inference(restore_for_inference: Callable) -> str:
     with tempfile.TemporaryDirectory() as folder:
@@ -123,6 +132,7 @@ def check_restore_for_inference(restore_for_inference: Callable) -> str:
         try:
             model = restore_for_inference(path, make_model)
         except AssertionError as error:
+            require("not bound to checkpointed values" not in str(error), _NOT_RESTORED)
             require(False, Hint(
                 "your function raised on a good training checkpoint: it also holds the optimizer's values, "
                 "which inference does not need. Which assertion allows those? (section 5, \"What each "
@@ -134,11 +144,7 @@ def check_restore_for_inference(restore_for_inference: Callable) -> str:
                 "restore_for_inference should call make_model() once and return that model, restored")
         require(
             all(np.allclose(a.numpy(), b.numpy()) for a, b in zip(model.weights, net.weights))
-            and np.allclose(model(X).numpy(), net(X).numpy()), Hint(
-                "the returned model does not hold the saved values (every kernel and bias): the file's root "
-                "has an edge 'model' (section 4, \"Restoring into a second model\").",
-                "restore the checkpoint into it with tf.train.Checkpoint(model=model).restore(ckpt_path)",
-                kind="not restored"))
+            and np.allclose(model(X).numpy(), net(X).numpy()), _NOT_RESTORED)
         require(_files(folder) == before, "your function changed the checkpoint's files: only read them")
 
         no_out = tf.train.Checkpoint(model=_built_net(seed=3, with_out=False)).save(os.path.join(folder, "a", "ckpt"))
@@ -177,6 +183,22 @@ def _latest_deleted(directory: str) -> bool:
     return not os.path.exists(path + ".index")
 
 
+# What follows a checkpoint's prefix in the names of its files.
+_CHECKPOINT_FILE = re.compile(r"\.(index|data-\d+-of-\d+)$")
+
+
+@contextlib.contextmanager
+def _working_folder(folder: str) -> Iterator[None]:
+    """Run the block with ``folder`` (created) as the current folder; the previous one is restored after."""
+    os.makedirs(folder, exist_ok=True)
+    previous = os.getcwd()
+    os.chdir(folder)
+    try:
+        yield
+    finally:
+        os.chdir(previous)
+
+
 @exercise_check("06.1")
 def check_train_and_keep(train_and_keep: Callable) -> str:
     for steps, keep in ((6, 2), (4, 3), (12, 3)):  # 12 steps: ckpt-10 sorts before ckpt-9 by name
@@ -198,7 +220,10 @@ def check_train_and_keep(train_and_keep: Callable) -> str:
                 counter.assign_add(1)
                 weights.assign(weights * 2.0)
 
-            latest = train_and_keep(step_fn, checkpoint, directory, steps, keep)
+            with _working_folder(os.path.join(folder, "cwd")):  # a relative path lands here
+                latest = train_and_keep(step_fn, checkpoint, directory, steps, keep)
+            require(not os.listdir(os.path.join(folder, "cwd")),
+                    "your function wrote into the current folder: write only under the `directory` it is given")
             require(os.path.isdir(directory), "nothing was written in the directory passed as `directory`")
             require(int(counter.numpy()) == steps,
                     f"step_fn should run {steps} times (steps={steps}); it ran {int(counter.numpy())} times")
@@ -219,6 +244,12 @@ def check_train_and_keep(train_and_keep: Callable) -> str:
                 "save through tf.train.CheckpointManager(checkpoint, directory, max_to_keep=keep): "
                 "manager.save() after each step_fn().",
                 kind="kept count"))
+            leftovers = sorted(name for name in os.listdir(directory)
+                               if os.path.isfile(os.path.join(directory, name)) and name != "checkpoint"
+                               and _CHECKPOINT_FILE.sub("", name) not in kept)
+            require(not leftovers,
+                    f"files of deleted checkpoints remain ({quote(', '.join(leftovers), 60)}): delete every file "
+                    "of an old checkpoint (.index and .data-*), or let CheckpointManager do it")
             require(latest is not None and isinstance(latest, (str, os.PathLike)),
                     f"train_and_keep should return the latest checkpoint's path, got {latest!r}")
             newest = tf.train.latest_checkpoint(directory)
