@@ -184,3 +184,44 @@ def test_every_glossary_entry_points_to_a_chapter_that_mentions_it():
                    "signature", "endpoint", "legacy .h5", "keras", "tf-keras", "tfsmlayer",
                    "frozen graph", "litert"):
         assert needed in terms, needed
+
+
+def _saved_notebook(path: Path, verdict_line: str) -> None:
+    """A learner's saved exercise notebook whose one check cell printed ``verdict_line``."""
+    import nbformat
+
+    cell = nbformat.v4.new_code_cell("check()", metadata={"tags": [collect_results.CHECK_TAG]},
+                                     outputs=[nbformat.v4.new_output("stream", name="stdout", text=verdict_line)])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nbformat.v4.new_notebook(cells=[cell]), path)
+
+
+def test_a_damaged_or_misnamed_file_is_skipped_listed_under_the_table_and_the_run_exits_1(tmp_path, capsys):
+    _saved_notebook(tmp_path / "ada" / "00_start_here.ipynb", "✔ Exercise 00.1 passed\n")
+    _saved_notebook(tmp_path / "bo__00_start_here.ipynb", "✔ Exercise 00.1 passed\n")
+    (tmp_path / "cy").mkdir()
+    (tmp_path / "cy" / "00_start_here.ipynb").write_text('{"cells": [')  # cut off while copying
+    (tmp_path / "00_start_here.ipynb").write_text("{}")  # no learner in its name
+    assert collect_results.main([str(tmp_path)]) == 1
+    out, err = capsys.readouterr()
+    table, _, skipped = out.partition("Skipped, not in the table")
+    assert [row.split(" | ")[0].strip() for row in table.splitlines()[2:4]] == ["ada", "bo"]
+    assert "cy/00_start_here.ipynb: not a notebook that can be read" in skipped
+    assert "00_start_here.ipynb: name it <learner>__<chapter>.ipynb" in skipped
+    assert err.count("warning: skipped") == 2 and "cy/00_start_here.ipynb" in err
+
+
+def test_two_notebooks_of_one_chapter_the_last_saved_is_used_and_named(tmp_path, capsys):
+    import os
+
+    old, new = tmp_path / "dee" / "00_start_here.ipynb", tmp_path / "dee" / "00_start_here (1).ipynb"
+    _saved_notebook(old, "✔ Exercise 00.1 passed\n")
+    _saved_notebook(new, "Exercise 00.1: not right yet\n")
+    os.utime(old, (1_000_000_000, 1_000_000_000))
+    os.utime(new, (1_000_000_100, 1_000_000_100))
+    assert collect_results.main([str(tmp_path)]) == 0
+    out, err = capsys.readouterr()
+    assert out.splitlines()[2].split(" | ")[:2] == ["dee    ", "✘   "], "the last saved one"
+    assert "used 00_start_here (1).ipynb, the last saved" in err and "used 00_start_here (1).ipynb" in out
+    os.utime(old, (1_000_000_200, 1_000_000_200))
+    assert collect_results.gather(tmp_path)[0] == {"dee": {"00.1": "passed"}}
