@@ -225,3 +225,10 @@ def test_two_notebooks_of_one_chapter_the_last_saved_is_used_and_named(tmp_path,
     assert "used 00_start_here (1).ipynb, the last saved" in err and "used 00_start_here (1).ipynb" in out
     os.utime(old, (1_000_000_200, 1_000_000_200))
     assert collect_results.gather(tmp_path)[0] == {"dee": {"00.1": "passed"}}
+
+
+def test_the_guide_sends_learners_the_setup_page_only_with_no_clone_line_of_its_own():
+    guide = (ROOT / "instructors" / "README.md").read_text(encoding="utf-8")
+    before = guide.split("## Before the day", 1)[1].split("\n### ", 1)[0]
+    assert "[the setup page](setup.md)" in before
+    assert "git clone <" not in guide and "these two steps" not in guide
