@@ -232,3 +232,23 @@ def test_the_guide_sends_learners_the_setup_page_only_with_no_clone_line_of_its_
     before = guide.split("## Before the day", 1)[1].split("\n### ", 1)[0]
     assert "[the setup page](setup.md)" in before
     assert "git clone <" not in guide and "these two steps" not in guide
+
+
+def test_the_three_day_plan_states_each_half_days_chapter_minutes_and_they_fit():
+    import re
+
+    text = (ROOT / "instructors" / "schedule.md").read_text(encoding="utf-8")
+    plan = text.split("## Three days", 1)[1]
+    halves = re.findall(r"^\| \d \| (.+?) \| (.+?) \|$", plan, re.M)
+    assert len(halves) == 3
+    seen = []
+    for half in (part for row in halves for part in row):
+        numbers = re.findall(r"\b(\d\d) [A-Z]", half)
+        stated = int(re.search(r"\((\d+) min\)$", half)[1])
+        assert stated == sum(make_kit.TEACHING[n][0] for n in numbers), f"{half}: the minutes do not add up"
+        assert stated + 15 <= 210, f"{half}: more than a half-day of 3½ hours with a break"
+        prose = " ".join(plan.split("\n\n", 2)[2].split())
+        assert stated >= 150 or re.search(rf"\b{stated}\b", prose), f"{half}: a shorter half-day is explained"
+        seen += numbers
+    assert seen == [path.stem[:2] for path in CHAPTERS], "every chapter once, in order"
+    assert "about three hours" not in plan, "say the minutes the table gives"
