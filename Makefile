@@ -5,6 +5,7 @@
 #   make test        set up, then run every test (what CI runs)
 #   make check       one-step check of a learner's machine before a workshop
 #   make wheels WHEELS=DIR   download every wheel the course installs into DIR (with a network)
+#                            [WHEELS_PY=3.12: for Linux x86-64 and that Python, from any machine]
 #   make offline WHEELS=DIR  set up .venv from those wheels alone, with no network
 #   make results FOLDER=DIR  which exercises each learner passed (tools/collect_results.py)
 #   make site        build the course as a static website in build/site (slides in build/site/slides)
@@ -31,6 +32,13 @@ PIP := $(BIN)/python -m pip --disable-pip-version-check
 LOCK := requirements.lock
 WHEELS ?=
 WHEELS_FOR ?=
+WHEELS_PY ?=
+# Every manylinux tag the lock's Linux x86-64 wheels carry (TensorFlow 2.21: manylinux_2_27,
+# onnxruntime: manylinux_2_28, others 2_17/2014, 2_5/1): pip matches --platform exactly, it does
+# not widen one tag to the older ones, so each is named.
+LINUX_X86_64_TAGS := manylinux_2_28_x86_64 manylinux_2_27_x86_64 manylinux_2_17_x86_64 \
+	manylinux2014_x86_64 manylinux_2_5_x86_64 manylinux1_x86_64
+WHEELS_PY_FOR := $(if $(WHEELS_PY),--python-version $(WHEELS_PY) $(addprefix --platform ,$(LINUX_X86_64_TAGS)))
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
 NBCONVERT_EXECUTE := $(BIN)/jupyter nbconvert --to notebook --execute --inplace \
 	--ExecutePreprocessor.timeout=1200 --ExecutePreprocessor.record_timing=False
@@ -66,14 +74,15 @@ $(STAMP): $(LOCK) pyproject.toml
 # `make wheels` downloads every package of the lock as a wheel, setuptools and wheel included
 # (they are in the lock: the course's own package is built with them); the wheels fit the
 # operating system and Python version of the machine that downloads them, or those named in
-# WHEELS_FOR (pip download's --platform/--python-version options).
+# WHEELS_FOR (pip download's --platform/--python-version options: one operating system per run,
+# every tag of it with a repeated --platform), or Linux x86-64 with the Python named in WHEELS_PY.
 # `make offline` creates .venv if it is missing and installs from that folder alone: --no-index,
 # and the course's own package without build isolation (which would ask the network for
 # setuptools), so that `make check` and `make lab` then find .venv ready and ask for nothing.
 wheels:
 	@test -n "$(WHEELS)" || { echo "Name the folder to download into: make wheels WHEELS=/path/to/wheels"; exit 1; }
 	$(or $(PYTHON),python3) -m pip download --disable-pip-version-check --only-binary=:all: \
-		$(WHEELS_FOR) --dest $(WHEELS) -r $(LOCK)
+		$(WHEELS_PY_FOR) $(WHEELS_FOR) --dest $(WHEELS) -r $(LOCK)
 
 offline:
 	@test -d "$(WHEELS)" || { echo "Name the folder of wheels (made by make wheels): make offline WHEELS=/path/to/wheels"; exit 1; }

@@ -34,19 +34,18 @@ import re
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import keras
-import matplotlib.pyplot as plt
 import tensorflow as tf
-from matplotlib.figure import Figure
-from matplotlib.lines import Line2D
-from matplotlib.patches import Patch
 from tensorflow.core.protobuf import trackable_object_graph_pb2
 
 from helpers.errors import NameBasedCheckpointError, NotACheckpointError, first_line
 from helpers.files import path_text
 from helpers.inspection import OBJECT_GRAPH_KEY, open_checkpoint, read_tensor
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 __all__ = [
     "KIND_COLOURS",
@@ -456,6 +455,11 @@ def plot_object_graph(ckpt_path: str | os.PathLike, *, title: str | None = None)
         >>> fig = plot_object_graph("ckpt/train-1")        # doctest: +SKIP
         >>> fig.savefig("graph.png")                        # doctest: +SKIP
     """
+    # matplotlib only here: the rest of the module (and the recipes that import it) works without it.
+    import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
     graph = read_object_graph(ckpt_path)
     tree = _display_tree(graph)
     position, rows = _layout(graph, tree)

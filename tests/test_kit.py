@@ -221,3 +221,71 @@ def check_two(answer):
     assert listed["99.1"] == ["the fix, not the other way", "the first mistake of 99.1, said in full",
                               "a step whose fix needs its idea (section 3) — call f()"]
     assert listed["99.2"] == ["the only mistake of 99.2, said in full"]
+
+
+def _saved_notebook(path: Path, verdict_line: str) -> None:
+    """A learner's saved exercise notebook whose one check cell printed ``verdict_line``."""
+    import nbformat
+
+    cell = nbformat.v4.new_code_cell("check()", metadata={"tags": [collect_results.CHECK_TAG]},
+                                     outputs=[nbformat.v4.new_output("stream", name="stdout", text=verdict_line)])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nbformat.v4.new_notebook(cells=[cell]), path)
+
+
+def test_a_damaged_or_misnamed_file_is_skipped_listed_under_the_table_and_the_run_exits_1(tmp_path, capsys):
+    _saved_notebook(tmp_path / "ada" / "00_start_here.ipynb", "✔ Exercise 00.1 passed\n")
+    _saved_notebook(tmp_path / "bo__00_start_here.ipynb", "✔ Exercise 00.1 passed\n")
+    (tmp_path / "cy").mkdir()
+    (tmp_path / "cy" / "00_start_here.ipynb").write_text('{"cells": [')  # cut off while copying
+    (tmp_path / "00_start_here.ipynb").write_text("{}")  # no learner in its name
+    assert collect_results.main([str(tmp_path)]) == 1
+    out, err = capsys.readouterr()
+    table, _, skipped = out.partition("Skipped, not in the table")
+    assert [row.split(" | ")[0].strip() for row in table.splitlines()[2:4]] == ["ada", "bo"]
+    assert "cy/00_start_here.ipynb: not a notebook that can be read" in skipped
+    assert "00_start_here.ipynb: name it <learner>__<chapter>.ipynb" in skipped
+    assert err.count("warning: skipped") == 2 and "cy/00_start_here.ipynb" in err
+
+
+def test_two_notebooks_of_one_chapter_the_last_saved_is_used_and_named(tmp_path, capsys):
+    import os
+
+    old, new = tmp_path / "dee" / "00_start_here.ipynb", tmp_path / "dee" / "00_start_here (1).ipynb"
+    _saved_notebook(old, "✔ Exercise 00.1 passed\n")
+    _saved_notebook(new, "Exercise 00.1: not right yet\n")
+    os.utime(old, (1_000_000_000, 1_000_000_000))
+    os.utime(new, (1_000_000_100, 1_000_000_100))
+    assert collect_results.main([str(tmp_path)]) == 0
+    out, err = capsys.readouterr()
+    assert out.splitlines()[2].split(" | ")[:2] == ["dee    ", "✘   "], "the last saved one"
+    assert "used 00_start_here (1).ipynb, the last saved" in err and "used 00_start_here (1).ipynb" in out
+    os.utime(old, (1_000_000_200, 1_000_000_200))
+    assert collect_results.gather(tmp_path)[0] == {"dee": {"00.1": "passed"}}
+
+
+def test_the_guide_sends_learners_the_setup_page_only_with_no_clone_line_of_its_own():
+    guide = (ROOT / "instructors" / "README.md").read_text(encoding="utf-8")
+    before = guide.split("## Before the day", 1)[1].split("\n### ", 1)[0]
+    assert "[the setup page](setup.md)" in before
+    assert "git clone <" not in guide and "these two steps" not in guide
+
+
+def test_the_three_day_plan_states_each_half_days_chapter_minutes_and_they_fit():
+    import re
+
+    text = (ROOT / "instructors" / "schedule.md").read_text(encoding="utf-8")
+    plan = text.split("## Three days", 1)[1]
+    halves = re.findall(r"^\| \d \| (.+?) \| (.+?) \|$", plan, re.M)
+    assert len(halves) == 3
+    seen = []
+    for half in (part for row in halves for part in row):
+        numbers = re.findall(r"\b(\d\d) [A-Z]", half)
+        stated = int(re.search(r"\((\d+) min\)$", half)[1])
+        assert stated == sum(make_kit.TEACHING[n][0] for n in numbers), f"{half}: the minutes do not add up"
+        assert stated + 15 <= 210, f"{half}: more than a half-day of 3½ hours with a break"
+        prose = " ".join(plan.split("\n\n", 2)[2].split())
+        assert stated >= 150 or re.search(rf"\b{stated}\b", prose), f"{half}: a shorter half-day is explained"
+        seen += numbers
+    assert seen == [path.stem[:2] for path in CHAPTERS], "every chapter once, in order"
+    assert "about three hours" not in plan, "say the minutes the table gives"

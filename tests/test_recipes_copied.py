@@ -61,3 +61,42 @@ def test_copy_weights_copied_alone_fails_as_the_readme_warns(tmp_path):
     done = subprocess.run([sys.executable, "use.py"], cwd=tmp_path, env=_clean_env(),
                           capture_output=True, text=True, timeout=300)
     assert done.returncode != 0 and "NameError" in done.stderr
+
+
+# matplotlib and the optional packages blocked: the import fails as it would where they are missing.
+_IMPORT_ALL_WITHOUT = textwrap.dedent("""
+    import importlib, os, pkgutil, sys
+    os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
+    for name in sys.argv[1:]:
+        sys.modules[name] = None
+    import helpers
+    failed = []
+    for module in pkgutil.walk_packages(helpers.__path__, "helpers."):
+        try:
+            importlib.import_module(module.name)
+        except ImportError as error:
+            failed.append(f"{module.name}: {error}")
+    assert not failed, failed
+    print(helpers.__file__)
+""")
+
+_OPTIONAL = ["matplotlib", "tf_keras", "onnx", "onnxruntime", "ai_edge_litert"]
+
+
+def test_every_module_of_a_copied_folder_imports_without_matplotlib_or_the_optional_packages(tmp_path):
+    project = tmp_path / "my_project"
+    shutil.copytree(ROOT / "helpers", project / "helpers", ignore=shutil.ignore_patterns("__pycache__"))
+    (project / "import_all.py").write_text(_IMPORT_ALL_WITHOUT)
+    done = subprocess.run([sys.executable, "import_all.py", *_OPTIONAL], cwd=project, env=_clean_env(),
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert Path(done.stdout.strip().splitlines()[-1]).parent == project / "helpers", "not the copy"
+
+
+def test_the_readme_names_what_a_copied_folder_needs_and_prints_its_example():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    shelf = " ".join(readme.split("**A shelf of recipes.**", 1)[1].split("\n## ", 1)[0].split())
+    for package in ["`tensorflow`", "`keras`", "`numpy`", "`h5py`", "`matplotlib` only for the plots",
+                    "`tf-keras` only for `helpers.keras2`", *(f"`{name}`" for name in ("onnx", "onnxruntime"))]:
+        assert package in shelf, package
+    assert 'print(describe_checkpoint("runs/model-1000"))' in shelf, "outside the interactive prompt it must print"

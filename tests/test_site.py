@@ -461,6 +461,35 @@ return [nav.getBoundingClientRect().height, innerHeight, Math.max(...tops) - Mat
 """
 
 
+_NAV_ROW = """
+const row = document.querySelector('.course-links'), style = getComputedStyle(row);
+const mask = style.maskImage || style.webkitMaskImage || 'none';
+const overflows = row.scrollWidth > row.clientWidth + 1;
+row.scrollLeft = row.scrollWidth;
+const links = Array.from(row.querySelectorAll(':scope > a'));
+const last = links[links.length - 1].getBoundingClientRect(), box = row.getBoundingClientRect();
+return [overflows, mask, box.right - last.right, links[links.length - 1].textContent];
+"""
+
+
+@needs_browser
+@pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
+def test_on_a_phone_the_navigation_row_fades_at_its_edge_and_its_last_link_scrolls_clear(site, server, sized, dark):
+    """Issue 34's review: at 390 px the row scrolled sideways with no hint and cut "Instructors" to "In"."""
+    for name in ["index.html", f"{CHAPTER}.html", "instructors/glossary.html"]:
+        _viewport(sized, PHONE, dark=dark)
+        sized.get(server + name)
+        overflows, mask, room, last = sized.execute_script(_NAV_ROW)
+        if overflows:
+            assert "gradient" in mask, f"{name}: the row scrolls sideways with no fade at its edge"
+        assert room >= 2.5 * 16 - 1, f"{name}: scrolled to its end, {last!r} is still under the fade ({room:.0f} px)"
+        _screenshot(sized, f"nav-phone-end-{'dark' if dark else 'light'}-{name.replace('/', '_')}")
+        _viewport(sized, DESKTOP, dark=dark)
+        sized.get(server + name)
+        overflows, mask, *_ = sized.execute_script(_NAV_ROW)
+        assert not overflows and mask == "none", f"{name}: at 1280 px the row neither scrolls nor fades"
+
+
 @needs_browser
 @pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
 def test_the_header_is_small_on_a_phone_and_one_row_on_a_desktop(site, server, sized, dark):

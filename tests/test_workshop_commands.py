@@ -68,13 +68,13 @@ def _repack(distribution: str, folder: Path) -> Path:
     return target
 
 
-def _tiny_wheel(folder: Path, name: str = "tinydep", version: str = "1.0") -> Path:
-    """A one-module wheel standing in for the lock's packages."""
+def _tiny_wheel(folder: Path, name: str = "tinydep", version: str = "1.0", tag: str = "py3-none-any") -> Path:
+    """A one-module wheel standing in for the lock's packages (tagged ``tag``)."""
     info = f"{name}-{version}.dist-info"
     files = {f"{name}.py": b"VALUE = 42\n",
              f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n".encode(),
-             f"{info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"}
-    target = folder / f"{name}-{version}-py3-none-any.whl"
+             f"{info}/WHEEL": f"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: {tag}\n".encode()}
+    target = folder / f"{name}-{version}-{tag}.whl"
     with zipfile.ZipFile(target, "w") as wheel:
         records = []
         for path, data in files.items():
@@ -113,6 +113,42 @@ def test_make_wheels_downloads_every_wheel_of_the_lock():
     assert "--dest stick/wheels -r requirements.lock" in command
     refused = subprocess.run(["make", "wheels"], cwd=ROOT, capture_output=True, text=True)
     assert refused.returncode != 0 and "make wheels WHEELS=" in refused.stdout
+
+
+def test_make_wheels_for_another_python_names_every_linux_tag_the_wheels_carry():
+    command = _make_n("wheels", "WHEELS=stick/wheels", "WHEELS_PY=3.12")
+    assert "--python-version 3.12" in command
+    platforms = re.findall(r"--platform (\S+)", command)
+    assert platforms == ["manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_17_x86_64",
+                         "manylinux2014_x86_64", "manylinux_2_5_x86_64", "manylinux1_x86_64"]
+    assert "--platform" not in _make_n("wheels", "WHEELS=stick/wheels")
+    guide = (ROOT / "instructors" / "README.md").read_text(encoding="utf-8")
+    assert "make wheels WHEELS=/media/usb/wheels WHEELS_PY=3.12" in guide
+    assert "one operating system per run" in guide and "repeated `--platform`" in guide
+    assert 'WHEELS_FOR="--platform\nmanylinux2014_x86_64 --python-version 3.12"' not in guide
+
+
+def test_make_wheels_py_finds_wheels_tagged_like_tensorflow_and_onnxruntime_with_no_network(tmp_path):
+    """pip matches --platform tags exactly: the tags TensorFlow 2.21 (manylinux_2_27) and
+    onnxruntime (manylinux_2_28) carry are found with WHEELS_PY, not with manylinux2014 alone."""
+    index, lock = tmp_path / "index", tmp_path / "lock.txt"
+    index.mkdir()
+    for name, tag in [("liketf", "manylinux_2_27_x86_64"), ("likeort", "manylinux_2_28_x86_64"),
+                      ("likeold", "manylinux_2_17_x86_64.manylinux2014_x86_64"), ("likeolder", "manylinux1_x86_64")]:
+        _tiny_wheel(index, name, tag=f"cp312-cp312-{tag}")
+    lock.write_text("liketf==1.0\nlikeort==1.0\nlikeold==1.0\nlikeolder==1.0\n")
+
+    def download(dest: Path, *options: str) -> subprocess.CompletedProcess:
+        return subprocess.run(_no_network(["make", "wheels", f"WHEELS={dest}", f"LOCK={lock}", f"PYTHON={sys.executable}",
+                                           f"WHEELS_FOR=--no-index --find-links {index}", *options]),
+                              cwd=ROOT, capture_output=True, text=True, timeout=300)
+
+    done = download(tmp_path / "py312", "WHEELS_PY=3.12")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert len(list((tmp_path / "py312").glob("*.whl"))) == 4
+    narrow = download(tmp_path / "narrow", "WHEELS_FOR=--no-index --find-links "
+                      f"{index} --platform manylinux2014_x86_64 --python-version 3.12")
+    assert narrow.returncode != 0 and "liketf" in narrow.stdout + narrow.stderr
 
 
 def test_make_offline_builds_a_fresh_venv_from_a_folder_of_wheels_with_no_network(tmp_path):

@@ -13,7 +13,8 @@ use (cross-references, citations, math).
 A link to a file that does not exist, or that the site does not publish, stops the build
 with an error naming the page and the link: the site never ships a broken link.
 
-Every page has the same navigation bar (pinned on wide screens, scrolling away on a phone), an
+Every page has the same navigation bar (pinned on wide screens, scrolling away on a phone, where
+its links are one row that scrolls sideways and fades at its right edge), an
 offline search box (``search-index.js``, built here, and ``search.js``: plain JavaScript, loaded
 from the site's own folder on the first keystroke), and follows the system's dark mode. A chapter
 page starts with its contents list and folds each exercise's solution (open on click), and links
@@ -178,7 +179,12 @@ img { max-width: 100%; height: auto; }
 @media (max-width: 700px) {
   .course-nav { position: relative; padding: 0.35rem 0.8rem 0.5rem; flex-direction: column; align-items: stretch;
     gap: 0.3rem; }
-  .course-links { flex-wrap: nowrap; overflow-x: auto; gap: 1rem; padding-bottom: 0.15rem; scrollbar-width: thin; }
+  .course-links { flex-wrap: nowrap; overflow-x: auto; gap: 1rem; padding-bottom: 0.15rem; scrollbar-width: thin;
+    -webkit-mask-image: linear-gradient(to right, #000 calc(100% - 2.5rem), transparent);
+    mask-image: linear-gradient(to right, #000 calc(100% - 2.5rem), transparent); }
+  /* The row scrolls sideways: its right edge fades to say so, and room after the last link lets
+     that link scroll clear of the fade (a flex container's end padding does not scroll). */
+  .course-links::after { content: ""; flex: 0 0 1.5rem; }
   .course-links .spacer { display: none; }
   .course-search { position: static; }
   .course-search input { width: 100%; box-sizing: border-box; }

@@ -23,6 +23,11 @@ and exercise. It never changes the notebooks, and never overwrites a file: when 
 exists, it writes the next free name beside it (``results-2.csv``) and says so; ``--force``
 replaces the named file only when that file is a CSV this tool wrote (its header line).
 
+A file it cannot read or attribute to a learner and chapter is skipped with a warning, listed
+under the table, and the run exits 1 after printing the table of the others. Two notebooks of one
+chapter from one learner (``00_start_here (1).ipynb`` beside ``00_start_here.ipynb``): the last
+saved one is used, and a warning names it.
+
 Example:
     >>> print(format_results({"ada": {"00.1": "passed", "00.2": "not right"}, "bo": {"00.1": "passed"}},
     ...                      {"00": ["00.1", "00.2", "00.3"]}))  # doctest: +NORMALIZE_WHITESPACE
@@ -83,26 +88,65 @@ def check_verdicts(notebook: nbformat.NotebookNode, chapter: str) -> dict[str, s
     return verdicts
 
 
-def collect(folder: Path) -> dict[str, dict[str, str]]:
-    """Learner -> exercise id -> verdict, for every notebook under ``folder``."""
-    results: dict[str, dict[str, str]] = {}
+def _attribute(path: Path, folder: Path) -> tuple[str, str]:
+    """(learner, chapter) of a notebook under ``folder``, or ValueError saying how to name it."""
+    relative = path.relative_to(folder)
+    if len(relative.parts) > 1:
+        learner, chapter = relative.parts[0], path.stem
+    elif "__" in path.stem:
+        learner, chapter = path.stem.split("__", 1)
+    else:
+        raise ValueError(f"{relative}: name it <learner>__<chapter>.ipynb or put it in a folder per learner")
+    if not re.match(r"^\d\d_", chapter):
+        raise ValueError(f"{relative}: {chapter!r} is not a chapter's notebook (NN_topic.ipynb)")
+    return learner, chapter
+
+
+def gather(folder: Path) -> tuple[dict[str, dict[str, str]], list[str], list[str]]:
+    """Learner -> exercise id -> verdict, with the files skipped and the notes on doubles.
+
+    A file that cannot be attributed or read is skipped (one line each in the second list), so
+    that it never hides the others. When a learner handed in two notebooks of one chapter
+    (``00_start_here.ipynb`` and ``00_start_here (1).ipynb``), the last saved one is used and the
+    third list says which.
+    """
+    chosen: dict[tuple[str, str], list[Path]] = {}
+    skipped: list[str] = []
     for path in sorted(folder.rglob("*.ipynb")):
         if ".ipynb_checkpoints" in path.parts:
             continue
-        relative = path.relative_to(folder)
-        if len(relative.parts) > 1:
-            learner, chapter = relative.parts[0], path.stem
-        elif "__" in path.stem:
-            learner, chapter = path.stem.split("__", 1)
-        else:
-            raise ValueError(f"{relative}: name it <learner>__<chapter>.ipynb or put it in a folder per learner")
-        if not re.match(r"^\d\d_", chapter):
-            raise ValueError(f"{relative}: {chapter!r} is not a chapter's notebook (NN_topic.ipynb)")
         try:
-            notebook = nbformat.read(path, as_version=4)
-        except Exception as error:  # noqa: BLE001 - one unreadable file must not hide the others
-            raise ValueError(f"{relative}: not a notebook that can be read ({error})") from None
-        results.setdefault(learner, {}).update(check_verdicts(notebook, chapter))
+            learner, chapter = _attribute(path, folder)
+        except ValueError as error:
+            skipped.append(str(error))
+            continue
+        chosen.setdefault((learner, chapter[:2]), []).append(path)
+    results: dict[str, dict[str, str]] = {}
+    doubles: list[str] = []
+    for (learner, number), paths in sorted(chosen.items()):
+        readable = []
+        for path in paths:
+            try:
+                readable.append((path, nbformat.read(path, as_version=4)))
+            except Exception as error:  # noqa: BLE001 - one unreadable file must not hide the others
+                reason = (str(error).strip().splitlines() or [type(error).__name__])[0][:80]
+                skipped.append(f"{path.relative_to(folder)}: not a notebook that can be read ({reason})")
+        if not readable:
+            continue
+        path, notebook = max(readable, key=lambda pair: pair[0].stat().st_mtime)
+        if len(paths) > 1:
+            doubles.append(f"{learner}: {len(paths)} notebooks of chapter {number} "
+                           f"({', '.join(p.name for p in paths)}); used {path.name}, the last saved")
+        results.setdefault(learner, {}).update(check_verdicts(notebook, number))
+    return results, skipped, doubles
+
+
+def collect(folder: Path) -> dict[str, dict[str, str]]:
+    """Learner -> exercise id -> verdict, for every notebook under ``folder``; ValueError naming
+    the first file that cannot be attributed or read (``gather`` skips such files instead)."""
+    results, skipped, _ = gather(folder)
+    if skipped:
+        raise ValueError(skipped[0])
     return results
 
 
@@ -204,21 +248,31 @@ def main(argv: list[str] | None = None) -> int:
     if not args.folder.is_dir():
         print(f"{args.folder} is not a folder", file=sys.stderr)
         return 2
+    results, skipped, doubles = gather(args.folder)
+    for line in skipped:
+        print(f"warning: skipped {line}", file=sys.stderr)
+    for line in doubles:
+        print(f"warning: {line}", file=sys.stderr)
+    if not results:
+        print(f"no notebooks in {args.folder} that could be read", file=sys.stderr)
+        return 1
     try:
-        results = collect(args.folder)
-        if not results:
-            print(f"no notebooks in {args.folder}", file=sys.stderr)
-            return 1
         written = write_csv(results, args.csv, force=args.force) if args.csv else None
-    except (ValueError, FileExistsError) as error:
+    except FileExistsError as error:
         print(error, file=sys.stderr)
         return 1
     print(format_results(results))
     if written is not None:
         kept = f" ({args.csv} exists and was kept)" if written != args.csv else ""
         print(f"\nwrote {written}{kept}")
+    if doubles:
+        print("\nTwo notebooks of one chapter (the last saved one is in the table):")
+        print("\n".join(f"  {line}" for line in doubles))
+    if skipped:
+        print("\nSkipped, not in the table (fix or rename them, then run again):")
+        print("\n".join(f"  {line}" for line in skipped))
+        return 1
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -6,7 +6,8 @@ follows it:
 
 * the README's recipe-install line and its "Open in Colab" line, and its Binder line (blocks
   between ``<!-- course-address -->`` and ``<!-- course-binder -->`` markers, rewritten by this tool);
-* the instructors' clone line (instructors/README.md and instructors/setup.md, same markers);
+* the learners' setup page's first step (instructors/setup.md, same markers; the instructors'
+  guide points to that page);
 * ``repository-code`` in CITATION.cff;
 * the website's Colab, Binder and Source links (``tools/build_site.py`` reads it when it builds);
 * the Colab cells at the top of the exercise notebooks (``tools/make_exercises.py`` writes them
@@ -161,20 +162,6 @@ def readme_block(root: Path = ROOT) -> str:
     return "\n".join([BEGIN, *lines, END])
 
 
-def clone_block(root: Path = ROOT) -> str:
-    """The kit's clone-and-check lines."""
-    url = repository(root)
-    if url:
-        folder = url.rsplit("/", 1)[1].removesuffix(".git")
-        lines = ["```bash", f"git clone {url} && cd {folder}", "make check", "```"]
-    else:
-        lines = ["```bash", "git clone <the course's address> && cd <its folder>", "make check", "```", "",
-                 "(This copy of the course has no address set: put yours in `pyproject.toml`, "
-                 "`[project.urls] Repository`, and run `python tools/course_address.py`; or hand out the "
-                 "course folder as a zip file.)"]
-    return "\n".join([BEGIN, *lines, END])
-
-
 def setup_block(root: Path = ROOT) -> str:
     """The learners' setup page's first step: get the course, then ``make check``.
 
@@ -190,7 +177,8 @@ def setup_block(root: Path = ROOT) -> str:
                  "**Code > Download ZIP**), unpack it, open a terminal in the unpacked folder, and run "
                  "`make check` there."]
     else:
-        lines = ["Your instructor sends you the course in one of two ways:", "",
+        lines = ["You get the course in one of two ways: from your instructor, or, working alone, from the page "
+                 "where you found the course:", "",
                  "- a git address: run `git clone` followed by that address, then `cd` into the folder it made;",
                  "- a zip file: unpack it, then open a terminal in the unpacked folder.", "",
                  "Then, in that folder:", "", "```bash", "make check", "```"]
@@ -207,8 +195,7 @@ def citation_line(root: Path = ROOT) -> str:
 def rendered(root: Path = ROOT) -> dict[str, str]:
     """Every file that names the address, as it should read (repository path -> text)."""
     texts = {}
-    for name, block in (("README.md", readme_block(root)), ("instructors/README.md", clone_block(root)),
-                        ("instructors/setup.md", setup_block(root))):
+    for name, block in (("README.md", readme_block(root)), ("instructors/setup.md", setup_block(root))):
         path = root / name
         if not path.exists():
             continue

@@ -10,7 +10,8 @@ A deck holds, in this order:
 * the chapter's title and the questions it answers (the notebook's "Questions this notebook answers");
 * its learning objectives ("After this chapter you will");
 * one slide of key code per section, in order (``key_code``): the code cell its author tagged
-  ``slide`` (cell metadata ``tags``), else one chosen by a fixed rule: the cell that calls one of
+  ``slide`` (cell metadata ``tags``; several tagged cells, several slides), else one chosen by a
+  fixed rule: the cell that calls one of
   the course's recipes (a name imported from ``helpers``) outside ``expect_error``, else the one
   that shows a pitfall failing (``expect_error``, a recipe refusing bad input included), else one
   with an ``assert``, else the section's first code cell (among equals, one of three lines or more
@@ -18,8 +19,9 @@ A deck holds, in this order:
   are passed over. Each shows its section's heading, the cell's code as it is (at most 25
   lines, as every course cell), the output the notebook stores for it (``output_text``: its
   printed text, result or error, at most 14 lines; code and output together at most 30), and a
-  line naming what the code uses that no earlier slide of the deck defines (``CodeSlide.earlier``:
-  the chapter's data, modules it wrote, the recipes it imported);
+  line naming what the code uses that no earlier slide of the deck defines, or that a cell not
+  on a slide defines again after it (``CodeSlide.earlier``: the chapter's data, modules it wrote,
+  the recipes it imported, with the section of the last cell that binds each);
 * each exercise's prompt with the code learners start from: the exercise notebook's stub, made by
   tools/make_exercises.py, so no solution is on a slide (the prompt too loses any marked solution,
   and "the table above" becomes "the chapter's table": the slide has none above);
@@ -191,8 +193,8 @@ def _defined_earlier(notebook: nbformat.NotebookNode, index: int, names: set[str
                 notes[name] = None  # the chapter's setup (expect_error...)
             elif module is not None:
                 notes[name] = f"`{name}` (recipe, `{module}`)"
-            else:
-                notes.setdefault(name, f"`{name}` ({places.get(position, 'setup')})")
+            else:  # the last cell that binds it before this one: a name rebound later is that one
+                notes[name] = f"`{name}` ({places.get(position, 'setup')})"
         # A name defined by code the chapter holds in a string and runs (chapter 13's reader).
         for name in names - set(notes):
             if re.search(rf"^\s*(?:def|class) {name}\b|^\s*{name} = ", cell.source, re.M):
@@ -311,18 +313,28 @@ def key_code(notebook: nbformat.NotebookNode) -> list[CodeSlide]:
         cells = [(index, notebook.cells[index]) for index in indices if notebook.cells[index].cell_type == "code"]
         tagged = [(index, cell) for index, cell in cells if SLIDE_TAG in cell.metadata.get("tags", [])]
         scored = [(_score(cell.source, index, recipes), index) for index, cell in cells if _is_candidate(cell)]
-        if tagged:
-            picked.append((heading, tagged[0][0]))
+        if tagged:  # every cell the author tagged, each on a slide (a pitfall and its fix, say)
+            picked += [(heading, index) for index, _ in tagged]
         elif scored:
             picked.append((heading, max(scored)[1]))
-    chosen, shown = [], set()
+    chosen, shown = [], {}  # shown: name -> the slide's cell that binds it
     for heading, index in picked:
         cell = notebook.cells[index]
-        earlier = _defined_earlier(notebook, index, free_names(cell.source) - shown, places)
+        # A name an earlier slide binds needs no note, unless a cell not on a slide binds it again
+        # in between (chapter 12's `model`): then the note says where.
+        names = {name for name in free_names(cell.source)
+                 if name not in shown or shown[name] != _last_bound(notebook, name, index)}
+        earlier = _defined_earlier(notebook, index, names, places)
         room = max(6, min(MAX_OUTPUT_LINES, MAX_SLIDE_LINES - len(cell.source.splitlines())))
         chosen.append(CodeSlide(heading, cell.source, output_text(cell, room), earlier))
-        shown |= bound_names(cell.source)
+        shown |= dict.fromkeys(bound_names(cell.source), index)
     return chosen
+
+
+def _last_bound(notebook: nbformat.NotebookNode, name: str, index: int) -> int | None:
+    """The last code cell before ``index`` that binds ``name``, or None."""
+    return next((position for position in range(index - 1, -1, -1) if notebook.cells[position].cell_type == "code"
+                 and name in bound_names(notebook.cells[position].source)), None)
 
 
 def questions(notebook: nbformat.NotebookNode) -> list[str]:
