@@ -28,6 +28,7 @@ import contextlib
 import io
 import logging
 import os
+import re
 import sys
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -48,12 +49,14 @@ from helpers.errors import (
 )
 from helpers.files import glob_safe_folder, path_text, refuse_existing
 from helpers.model_ops import (
-    LITERT_ROUTE, ONNX_ROUTE, UnsupportedOpsError, litert_ops_text, onnx_not_implemented, tflite_ops_needed)
+    ONNX_DOMAIN_ROUTE, ONNX_ROUTE, UnsupportedOpsError, litert_ops_text, litert_route, onnx_not_implemented,
+    onnx_op_unregistered, tflite_ops_needed)
 
 __all__ = [
     "FreezeError",
     "FrozenGraph",
     "FrozenGraphFunction",
+    "GraphDefCheck",
     "NotAModelFileError",
     "RuntimeComparison",
     "RuntimeRow",
@@ -61,6 +64,7 @@ __all__ = [
     "UnsupportedOpsError",
     "WouldOverwriteError",
     "compare_runtimes",
+    "check_graph_def",
     "freeze_graph",
     "load_frozen_graph",
     "model_file_kind",
@@ -252,9 +256,12 @@ def _read_graph_def(text: str) -> tf.compat.v1.GraphDef:
         raise NotAModelFileError(text, "a SavedModel's saved_model.pb: load its folder with tf.saved_model.load")
     if not graph_def.node:
         raise NotAModelFileError(text, "a GraphDef without any node (truncated, or another kind of file)")
-    not_graph = _not_a_graph_def(graph_def)
-    if not_graph:
-        raise NotAModelFileError(text, not_graph)
+    check = check_graph_def(graph_def)
+    if check.not_graph_def:
+        raise NotAModelFileError(text, check.not_graph_def)
+    if check.library_ops:
+        raise UnsupportedOpsError(text, check.library_needs, _LIBRARY_ROUTE,
+                                  what="a frozen graph (a GraphDef)")
     variables = sorted({node.op for node in graph_def.node if node.op in _VARIABLE_OPS})
     if variables:
         raise NotAModelFileError(text, f"a graph that still holds variables ({', '.join(variables)}), "
@@ -262,29 +269,103 @@ def _read_graph_def(text: str) -> tf.compat.v1.GraphDef:
     return graph_def
 
 
-def _not_a_graph_def(graph_def: tf.compat.v1.GraphDef) -> str | None:
-    """Why a protobuf that parsed as a GraphDef is not one (another message read with GraphDef's field numbers).
+_LIBRARY_ROUTE = "Import that library (e.g. tensorflow_text) first, in the same Python, then load the graph"
+
+
+@dataclass(frozen=True)
+class GraphDefCheck:
+    """What ``check_graph_def`` found in a protobuf that parsed as a GraphDef.
+
+    ``not_graph_def``: why it is not a TensorFlow GraphDef at all (None: it is
+    one); ``library_ops``: ops TensorFlow here does not have while its other ops
+    are TensorFlow's (they come from a library not imported here);
+    ``unknown_fields``: fields a GraphDef of this TensorFlow does not have.
+    """
+
+    not_graph_def: str | None
+    library_ops: list[str]
+    unknown_fields: int
+
+    @property
+    def library_needs(self) -> str:
+        """What ``library_ops`` need, in words ("" when there are none)."""
+        if not self.library_ops:
+            return ""
+        shown = ", ".join(self.library_ops[:3]) + (", ..." if len(self.library_ops) > 3 else "")
+        return f"needs ops from a library not imported here ({shown})"
+
+    @property
+    def library_trap(self) -> str:
+        """``library_needs`` with what to do ("" when there are none)."""
+        return f"{self.library_needs}: import it (e.g. tensorflow_text) first" if self.library_ops else ""
+
+    @property
+    def note(self) -> str:
+        """The words for ``unknown_fields`` in a GraphDef ("" when there are none)."""
+        if not self.unknown_fields or self.not_graph_def:
+            return ""
+        return (f"{self.unknown_fields} field(s) a GraphDef of this TensorFlow does not have (written by a "
+                "newer TensorFlow?): TensorFlow ignores them")
+
+
+_OP_NAME = re.compile(r"[A-Z][A-Za-z0-9_>]*")  # what TensorFlow accepts as an op's name (op_def_builder)
+_OP_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_"
+
+
+def _one_byte_from(op: str) -> str:
+    """The TensorFlow op whose name differs from ``op`` in exactly one character ("" if none)."""
+    from tensorflow.python.framework import op_def_registry
+
+    for position in range(len(op)):
+        for letter in _OP_LETTERS:
+            name = op[:position] + letter + op[position + 1:]
+            if letter != op[position] and op_def_registry.get(name) is not None:
+                return name
+    return ""
+
+
+def check_graph_def(graph_def: tf.compat.v1.GraphDef) -> GraphDefCheck:
+    """Whether a protobuf that parsed as a GraphDef is one, and which of its ops TensorFlow here lacks.
 
     Protobuf parses any message as any other: a MediaPipe graph config's ``node``
-    field has GraphDef's number, its ``calculator`` lands in ``op``. A GraphDef
-    names TensorFlow ops (or functions of its library) and has no unknown fields.
+    field has GraphDef's number, its ``calculator`` lands in ``op``. A file none
+    of whose node ops TensorFlow knows (nor its library's functions) is another
+    message; one where only some ops are unknown is a graph that needs ops from a
+    library not imported here (``tensorflow_text``'s ``SentencepieceOp``). Unknown
+    fields alone do not refuse a graph (a newer TensorFlow may write them): they
+    are a ``note``. ``helpers.identify`` and ``model_file_kind`` both use this.
+
+    Example:
+        >>> graph_def = tf.compat.v1.GraphDef()
+        >>> graph_def.node.add(name="x", op="Placeholder").attr["dtype"].type = 1
+        >>> graph_def.node.add(name="tok", op="SentencepieceOp", input=["x"]) and None
+        >>> check_graph_def(graph_def).library_trap
+        'needs ops from a library not imported here (SentencepieceOp): import it (e.g. tensorflow_text) first'
     """
     from google.protobuf.unknown_fields import UnknownFieldSet
     from tensorflow.python.framework import op_def_registry
 
     unknown = len(UnknownFieldSet(graph_def)) + sum(len(UnknownFieldSet(node)) for node in graph_def.node)
     functions = {function.signature.name for function in graph_def.library.function}
-    missing = sorted({node.op or "(none)" for node in graph_def.node
-                      if node.op not in functions and (not node.op or op_def_registry.get(node.op) is None)})
-    if not missing and not unknown:
-        return None
-    named = f"ops TensorFlow does not have ({', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''})"
-    fields = f"{unknown} field(s) a GraphDef does not have" if unknown else ""
-    return ("a protobuf that is not a TensorFlow GraphDef: its nodes name " + named + (
-        f" and it holds {fields}" if unknown and missing else "") if missing else
-        f"a protobuf that is not a TensorFlow GraphDef: it holds {fields}") + (
-        " (another kind of .pb, e.g. a MediaPipe graph config; or a graph whose ops come from a "
-        "library not imported here, e.g. tensorflow_text)")
+    ops = {node.op for node in graph_def.node}
+    missing = sorted(op or "(none)" for op in ops
+                     if op not in functions and (not op or op_def_registry.get(op) is None))
+    if missing and len(missing) == len(ops):
+        shown = ", ".join(repr(op) for op in missing[:3]) + (", ..." if len(missing) > 3 else "")
+        fields = f"; it holds {unknown} field(s) a GraphDef does not have" if unknown else ""
+        return GraphDefCheck(
+            f"a protobuf that is not a TensorFlow GraphDef, so not a frozen graph: none of its "
+            f"{len(graph_def.node)} 'nodes' names a TensorFlow op (ops read: {shown}){fields}; another "
+            "message saved as .pb (a MediaPipe graph config?)", [], unknown)
+    damaged = ["a node names no op"] if "(none)" in missing else []
+    for op in (op for op in missing if op != "(none)"):
+        near = _one_byte_from(op)
+        if near or not _OP_NAME.fullmatch(op):
+            damaged.append(f"op {op!r} is one character from {near!r}" if near else f"{op!r} is no valid op name")
+    if damaged:  # a flipped bit in an op's name, not a library's op
+        return GraphDefCheck(f"a damaged GraphDef: {'; '.join(damaged[:2])} (a flipped bit?); restore "
+                             "the file from a copy", [], unknown)
+    return GraphDefCheck(None, missing, unknown)
 
 
 def _is_saved_model_proto(data: bytes) -> bool:
@@ -368,6 +449,8 @@ def load_frozen_graph(path: str | os.PathLike, inputs: str | Sequence[str],
     missing, damaged or other kind of file (a SavedModel, a ``.tflite``, a graph
     that still holds variables) and ``TensorNotFoundError`` naming the tensors
     that do not exist, with candidates (the placeholders; the ops nothing consumes).
+    A graph whose ops are partly unknown here raises ``UnsupportedOpsError``: it
+    needs ops from a library not imported here (``tensorflow_text``); import it first.
 
     Example:
         >>> run = load_frozen_graph("model.pb", "features:0", "Identity:0")   # doctest: +SKIP
@@ -419,9 +502,11 @@ def model_file_kind(path: str | os.PathLike) -> str:
     Raises ``NotAModelFileError`` for a missing file or one of another kind. A file
     tagged ``TFL3`` is LiteRT only if LiteRT's interpreter accepts it (its
     flatbuffer verifies and its tensors allocate): a truncated ``.tflite`` is
-    refused. An intact ``.tflite`` that needs ops LiteRT's builtins lack (Select
-    TF ops, custom ops) raises ``UnsupportedOpsError`` naming them and what runs
-    them (``helpers.model_ops.tflite_ops_needed``). A flipped bit inside weight bytes passes every such check (none of
+    refused. A ``.tflite`` that verifies but whose tensors do not allocate because
+    LiteRT lacks its ops (Select TF ops, custom ops without a registered kernel)
+    raises ``UnsupportedOpsError`` naming them and what runs them
+    (``helpers.model_ops.tflite_ops_needed``); so does a frozen graph that needs ops
+    from a library not imported here (``check_graph_def``). A flipped bit inside weight bytes passes every such check (none of
     these formats holds a checksum): keep a hash of the file to detect that.
 
     Example:
@@ -444,44 +529,77 @@ def model_file_kind(path: str | os.PathLike) -> str:
         return KINDS[2]
     if _is_onnx(data):
         return KINDS[3]
-    if not _sniff(data) and _looks_like_graph_def(data):
+    graph_def = None if _sniff(data) else _parsed_graph_def(data)
+    if graph_def is not None:
+        check = check_graph_def(graph_def)
+        if check.not_graph_def:
+            raise NotAModelFileError(text, check.not_graph_def)
+        if check.library_ops:
+            raise UnsupportedOpsError(text, check.library_needs, _LIBRARY_ROUTE,
+                                      what="a frozen graph (a GraphDef)")
         return KINDS[1]
     raise NotAModelFileError(text, f"not a kind this recipe runs (known kinds: {', '.join(KINDS)}); "
                                    "a truncated or damaged .pb or .onnx that no longer parses reads as none")
 
 
+# LiteRT's words when a file verifies but needs ops it has no kernel for (anything else: damaged).
+_OPS_MESSAGE = re.compile(r"Select TensorFlow op|Flex delegate|unresolved custom op")
+
+
 def _litert_interpreter(path: str, data: bytes) -> Any:
-    """LiteRT's interpreter for ``data``, its tensors allocated; a damaged file raises ``NotAModelFileError``."""
+    """LiteRT's interpreter for ``data``, its tensors allocated; a damaged file raises ``NotAModelFileError``.
+
+    The constructor verifies the flatbuffer: a failure there is damage, whatever ops
+    the file names. Only a failure of ``allocate_tensors`` whose message is about
+    ops raises ``UnsupportedOpsError``.
+    """
     from ai_edge_litert.interpreter import Interpreter
 
     try:
         with quietly():
             interpreter = Interpreter(model_content=data)
+    except (ValueError, RuntimeError) as error:  # "not a valid Flatbuffer buffer", schema version
+        raise NotAModelFileError(path, "a LiteRT file that does not verify (truncated or damaged): "
+                                       f"{str(error).splitlines()[0]}") from None
+    try:
+        with quietly():
             interpreter.allocate_tensors()
-    except (ValueError, RuntimeError) as error:  # "not a valid Flatbuffer buffer", bad tensor indices
-        _refuse_litert_ops(path, data)
-        raise NotAModelFileError(path, "a LiteRT file that LiteRT refuses (truncated or damaged): "
+    except (ValueError, RuntimeError) as error:  # missing kernels, bad tensor indices
+        _refuse_litert_ops(path, data, str(error))
+        raise NotAModelFileError(path, "a LiteRT file whose tensors do not allocate (damaged?): "
                                        f"{str(error).splitlines()[0]}") from None
     return interpreter
 
 
-def _refuse_litert_ops(path: str, data: bytes) -> None:
-    """Raise ``UnsupportedOpsError`` if ``data`` is an intact ``.tflite`` that needs Flex or custom ops."""
+_UNRESOLVED = re.compile(r"unresolved custom op: (\S+?)\.?(?:\s|$)")
+
+
+def _refuse_litert_ops(path: str, data: bytes, message: str) -> None:
+    """Raise ``UnsupportedOpsError`` if LiteRT's ``message`` is about ops the verified ``data`` names."""
+    if not _OPS_MESSAGE.search(message):
+        return
     try:
         ops = tflite_ops_needed(data)
     except ValueError:  # the flatbuffer itself is damaged
         return
+    unresolved = set(_UNRESOLVED.findall(message))
+    if unresolved:  # LiteRT's default resolver registers some custom ops: name only those it lacks
+        ops = [op for op in ops if op.startswith("Flex") or op in unresolved] or sorted(unresolved)
     if ops:
-        raise UnsupportedOpsError(path, litert_ops_text(ops), LITERT_ROUTE) from None
+        raise UnsupportedOpsError(path, litert_ops_text(ops), litert_route(ops),
+                                  what="a LiteRT file that verifies") from None
 
 
-def _looks_like_graph_def(data: bytes) -> bool:
+def _parsed_graph_def(data: bytes) -> tf.compat.v1.GraphDef | None:
+    """``data`` as a GraphDef with nodes (not a SavedModel's proto), or None."""
     graph_def = tf.compat.v1.GraphDef()
     try:
         graph_def.ParseFromString(data)
     except DecodeError:
-        return False
-    return bool(graph_def.node) and not _is_saved_model_proto(data) and _not_a_graph_def(graph_def) is None
+        return None
+    if not graph_def.node or _is_saved_model_proto(data):
+        return None
+    return graph_def
 
 
 def _folder_size(path: str) -> int:
@@ -546,10 +664,17 @@ def _runner(path: str, kind: str, batch: np.ndarray) -> Callable[[], np.ndarray]
 
         opsets = {entry.domain: entry.version for entry in onnx.load(path, load_external_data=False).opset_import}
         needs = onnx_not_implemented(str(error), opsets)
-        if needs is None:
-            raise
-        raise UnsupportedOpsError(path, needs, ONNX_ROUTE) from None
-    name = session.get_inputs()[0].name
+        if needs is not None:
+            raise UnsupportedOpsError(path, needs, ONNX_ROUTE, what="an ONNX file that parses") from None
+        needs = onnx_op_unregistered(str(error))
+        if needs is not None:
+            raise UnsupportedOpsError(path, needs, ONNX_DOMAIN_ROUTE, what="an ONNX file that parses") from None
+        raise
+    names = [entry.name for entry in session.get_inputs()]
+    if len(names) != 1:
+        raise StructureMismatchError(f"{path!r} takes {len(names)} inputs ({', '.join(names)}); "
+                                     "compare_runtimes runs one")
+    name = names[0]
     return lambda: session.run(None, {name: batch})[0]
 
 
@@ -646,7 +771,7 @@ def compare_runtimes(model: Any, inputs: Any, files: Sequence[str | os.PathLike]
             if kind != KINDS[2]:
                 raise
             with open(path, "rb") as file:
-                _refuse_litert_ops(path, file.read())
+                _refuse_litert_ops(path, file.read(), str(error))
             raise NotAModelFileError(path, "a LiteRT file that fails to run (damaged?): "
                                            f"{str(error).splitlines()[0]}") from None
         if got.shape != expected.shape:

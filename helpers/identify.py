@@ -1183,14 +1183,11 @@ def _graph_def(path: str, size: int) -> Identification:
                                 f"another message): {first_line(error)}")
     if not graph.node:
         return _not_model(path, "a .pb that holds no graph nodes (not a GraphDef)")
-    import tensorflow as tf
+    from helpers.deploy import check_graph_def
 
-    ops = {node.op for node in graph.node}
-    if not any(hasattr(tf.raw_ops, op) for op in ops):  # another message read as a GraphDef
-        shown = ", ".join(sorted(repr(op) for op in ops)[:3]) or "none"
-        return _not_model(path, f"a protobuf that is not a TensorFlow GraphDef, so not a frozen graph: "
-                                f"none of its {len(graph.node)} 'nodes' names a TensorFlow op (ops read: "
-                                f"{shown}); another message saved as .pb (a MediaPipe graph config?)")
+    check = check_graph_def(graph)  # shared with helpers.deploy.model_file_kind
+    if check.not_graph_def:  # another message read as a GraphDef
+        return _not_model(path, check.not_graph_def)
     consumed = {inp.split(":")[0].lstrip("^") for node in graph.node for inp in node.input}
     inputs = [n.name for n in graph.node if n.op == "Placeholder"]
     outputs = [n.name for n in graph.node
@@ -1201,6 +1198,10 @@ def _graph_def(path: str, size: int) -> Identification:
                                  "constants": sum(n.op == "Const" for n in graph.node)})
     if variables:
         info.traps.append(f"{variables} variable ops: not frozen, the values are not in this file")
+    if check.library_ops:
+        info.traps.append(check.library_trap)
+    if check.note:
+        info.traps.append(check.note)
     info.traps.append("a frozen graph has no variables, no optimizer and no Keras model: it can "
                       "only run forward")
     feeds = ", ".join(repr(n + ":0") for n in inputs)
@@ -1228,22 +1229,20 @@ def _graph_def(path: str, size: int) -> Identification:
 def _tflite(path: str, size: int) -> Identification:
     from helpers.model_ops import UnsupportedOpsError, tflite_ops_needed
 
-    needs = ""
+    needs = route = ""
     try:
         from helpers.deploy import model_file_kind
         model_file_kind(path)  # builds LiteRT's interpreter: a truncated flatbuffer is refused
     except ImportError:  # no ai-edge-litert here: the four magic bytes are all we know
         pass
-    except UnsupportedOpsError as error:  # intact, but needs Flex (Select TF ops) or custom ops
-        needs = error.needs
+    except UnsupportedOpsError as error:  # verifies, but needs Flex (Select TF ops) or custom ops
+        needs, route = error.needs, error.route
     except NotAModelFileError as error:
         return _not_model(path, error.reason)
     info = Identification(path, "tflite", holds={"bytes": _bytes_text(size)})
     if needs:
         info.holds["ops beyond LiteRT's builtins"] = ", ".join(tflite_ops_needed(path))
-        info.traps.append(f"{needs}: neither tf.lite.Interpreter nor ai_edge_litert's Interpreter here "
-                          "has them (the code below fails at allocate_tensors); rewrite the model with "
-                          "builtin ops and convert again, or export another format (ONNX, a frozen graph)")
+        info.traps.append(f"{needs}. {route} (the code below fails at allocate_tensors)")
     info.traps.append("tf.lite.Interpreter is deprecated (it warns): the LiteRT interpreter is in the "
                       "ai-edge-litert package")
     info.how_to_load = _code(path, """
@@ -1422,9 +1421,10 @@ def _onnx(path: str, size: int) -> Identification:
     info.traps.append("TensorFlow does not load ONNX: run it with onnxruntime (pip install onnxruntime)")
     opset = header["opsets"].get("ai.onnx", header["opsets"].get(""))
     if opset is not None and opset < 7:
-        info.traps.append(f"opset {opset}: onnxruntime guarantees opset 7 and later only (older versions of "
-                          "ops such as Relu have no kernel: NOT_IMPLEMENTED); upgrade it with "
-                          "onnx.version_converter.convert_version(onnx.load(path), 13) and compare outputs")
+        info.traps.append(f"opset {opset} is older than the 7 onnxruntime guarantees: some ops (Relu-1, "
+                          "Sigmoid-1, Add-1 measured) have no kernel (NOT_IMPLEMENTED), others run; if it "
+                          "fails, upgrade it with onnx.version_converter.convert_version(onnx.load(path), 13) "
+                          "and compare outputs")
     info.how_to_load = _code(path, """
         import onnxruntime  # pip install onnxruntime
         loaded = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])

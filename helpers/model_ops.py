@@ -3,17 +3,20 @@
 A ``.tflite`` converted with ``SELECT_TF_OPS`` carries TensorFlow ops as custom
 ops named ``Flex<Op>``: they run only in an interpreter linked with the Flex
 delegate. One converted with ``allow_custom_ops=True`` carries custom ops that
-run only where someone registered them. Both files are intact, yet LiteRT
-refuses to prepare them. ``tflite_ops_needed`` reads those names from the
+run only where someone registered a kernel for them (LiteRT's default resolver
+registers a few, e.g. ``Convolution2DTransposeBias``). Both files verify, yet
+LiteRT refuses to prepare them. ``tflite_ops_needed`` reads those names from the
 flatbuffer's operator codes, without any runtime; ``litert_ops_text`` says what
 each needs. An ONNX model that names an op at an opset onnxruntime has no kernel
-for is named by ``onnx_not_implemented``. Nothing here imports TensorFlow.
+for is named by ``onnx_not_implemented``; an op no registered domain has by
+``onnx_op_unregistered``.
+Nothing here imports TensorFlow.
 
 Example:
     >>> tflite_ops_needed("tests/data/litert/select_tf_ops.tflite")
     ['FlexMatrixInverse']
     >>> litert_ops_text(["FlexMatrixInverse", "Svd"])
-    "needs the Flex delegate (Select TF ops): FlexMatrixInverse; custom op 'Svd': needs a runtime with that op registered"
+    "needs the Flex delegate (Select TF ops): FlexMatrixInverse; custom op 'Svd': needs a runtime with a kernel for it registered"
 """
 from __future__ import annotations
 
@@ -24,23 +27,28 @@ import struct
 from helpers.files import path_text
 
 __all__ = ["UnsupportedOpsError", "tflite_ops_needed", "litert_ops_text", "onnx_not_implemented",
-           "converter_ops_missing",
-           "LITERT_ROUTE", "ONNX_ROUTE"]
+           "onnx_op_unregistered", "converter_ops_missing", "litert_route",
+           "LITERT_ROUTE", "ONNX_ROUTE", "ONNX_DOMAIN_ROUTE"]
 
 _CUSTOM = 32  # BuiltinOperator.CUSTOM in LiteRT's schema
-LITERT_ROUTE = ("Neither tf.lite.Interpreter nor ai_edge_litert's Interpreter links the Flex delegate or "
-                "registers custom ops. Routes: rewrite the model with builtin ops and convert again, or "
-                "export another format (ONNX, a frozen graph)")
+LITERT_ROUTE = ("Neither interpreter here links the Flex delegate or has a kernel for {ops} (a kernel can be "
+                "registered with Interpreter(custom_op_registerers=...)). Routes: rewrite the model with "
+                "builtin ops and convert again, or export another format (ONNX, a frozen graph)")
 ONNX_ROUTE = ("Route: upgrade the model's opset with onnx.version_converter.convert_version(onnx.load(path), "
-              "13), save it under a new name and compare its outputs with the old software's")
+              "13), save it under a new name and compare its outputs with the old software's; if it stops "
+              "with 'Dimension is a param', give the inputs fixed sizes first")
+ONNX_DOMAIN_ROUTE = ("Route: re-export with ops ONNX has (a rewrite), or a runtime that registers that domain")
 
 
 class UnsupportedOpsError(ValueError):
-    """An intact model file whose ops this runtime does not run: names the ops, what runs them, the route."""
+    """A model file that parses but whose ops this runtime does not run: names the ops, what runs them, the route.
 
-    def __init__(self, path: str, needs: str, route: str) -> None:
-        self.path, self.needs, self.route = path, needs, route
-        super().__init__(f"{path!r} is an intact model file that this runtime cannot run: {needs}. {route}")
+    ``what`` says how far the file was checked (``"a LiteRT file that verifies"``).
+    """
+
+    def __init__(self, path: str, needs: str, route: str, what: str = "a model file that parses") -> None:
+        self.path, self.needs, self.route, self.what = path, needs, route, what
+        super().__init__(f"{path!r} is {what}, but this runtime cannot run it: {needs}. {route}")
 
 
 def _table(data: bytes, position: int) -> tuple[int, list[int]]:
@@ -59,10 +67,15 @@ def _indirect(data: bytes, position: int) -> int:
 
 
 def tflite_ops_needed(path: str | os.PathLike | bytes) -> list[str]:
-    """The custom ops a ``.tflite`` needs beyond LiteRT's builtins, in file order (``[]``: builtins only).
+    """Every custom op a ``.tflite`` names (ops beyond LiteRT's builtins), in file order (``[]``: none).
 
     Read from the flatbuffer's operator codes (their ``custom_code`` strings);
-    ``Flex<Op>`` names are TensorFlow ops kept by ``SELECT_TF_OPS``. Accepts a path
+    ``Flex<Op>`` names are TensorFlow ops kept by ``SELECT_TF_OPS``: neither
+    interpreter here links the Flex delegate. A custom op runs where a kernel for
+    it is registered (``Interpreter(custom_op_registerers=...)``); LiteRT's default
+    resolver registers a few (e.g. ``Convolution2DTransposeBias``), so a custom op
+    listed here does not make the file unrunnable: build the interpreter and see
+    whether ``allocate_tensors`` names it. Accepts a path
     or the file's bytes. Raises ``ValueError`` for bytes that are not a LiteRT
     flatbuffer (no ``TFL3`` tag, or offsets outside the file).
 
@@ -112,8 +125,18 @@ def litert_ops_text(ops: list[str]) -> str:
     flex = [op for op in ops if op.startswith("Flex")]
     custom = [op for op in ops if not op.startswith("Flex")]
     parts = [f"needs the Flex delegate (Select TF ops): {', '.join(flex)}"] if flex else []
-    parts += [f"custom op {op!r}: needs a runtime with that op registered" for op in custom]
+    parts += [f"custom op {op!r}: needs a runtime with a kernel for it registered" for op in custom]
     return "; ".join(parts)
+
+
+def litert_route(ops: list[str]) -> str:
+    """``LITERT_ROUTE`` for the custom ops ``ops`` (from ``tflite_ops_needed``).
+
+    Example:
+        >>> litert_route(["FlexMatrixInverse"])[:75]
+        'Neither interpreter here links the Flex delegate or has a kernel for FlexMa'
+    """
+    return LITERT_ROUTE.format(ops=", ".join(ops) or "its custom ops")
 
 
 _NEITHER = re.compile(r"'tf\.(\w+)' op is neither a custom op nor a flex op")
@@ -169,3 +192,25 @@ def onnx_not_implemented(message: str, opsets: dict[str, int] | None = None) -> 
     opset = (opsets or {}).get("", (opsets or {}).get("ai.onnx"))
     at = f" at opset {opset}" if opset is not None else ""
     return f"op {found.group(1)}{at}: onnxruntime has no kernel for that version of it ({found.group(1)}-{found.group(2)})"
+
+
+_UNREGISTERED = (re.compile(r"No Op registered for (\w+) with domain_version of (\d+)"),
+                 re.compile(r"(?:([\w.]+):)?(\w+)\(-?\d+\) is not a registered function/op"))
+
+
+def onnx_op_unregistered(message: str) -> str | None:
+    """onnxruntime's error for an op no registered domain has, as the course's words, or None for another.
+
+    Example:
+        >>> onnx_op_unregistered("Fatal error: com.example:Frob(-1) is not a registered function/op")
+        "op 'Frob' of domain 'com.example': onnxruntime registers no such op"
+        >>> onnx_op_unregistered("Error No Op registered for NoSuchOp with domain_version of 13")
+        "op 'NoSuchOp' of domain 'ai.onnx' (version 13): onnxruntime registers no such op"
+    """
+    found = _UNREGISTERED[0].search(message)
+    if found:
+        return f"op {found.group(1)!r} of domain 'ai.onnx' (version {found.group(2)}): onnxruntime registers no such op"
+    found = _UNREGISTERED[1].search(message)
+    if found:
+        return f"op {found.group(2)!r} of domain {found.group(1) or 'ai.onnx'!r}: onnxruntime registers no such op"
+    return None

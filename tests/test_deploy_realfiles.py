@@ -177,7 +177,7 @@ def test_truncated_tflite_in_compare_runtimes(tmp_path, fraction):
     path.write_bytes(data[: int(len(data) * fraction)])
     with pytest.raises(NotAModelFileError):
         deploy.compare_runtimes(_Recorded(FROZEN["keras_output"]), FROZEN["input"], [path], repeat=1)
-    with pytest.raises(NotAModelFileError, match="LiteRT refuses"):
+    with pytest.raises(NotAModelFileError, match=r"does not verify \(truncated or damaged\)"):
         deploy.model_file_kind(path)
 
 
