@@ -227,9 +227,10 @@ def _check_tf1_model(run_tf1_signature: Callable[[str, list, dict], dict], folde
             )
             if value.dtype != np.float32:  # the int64 and float64 signature: exact values, the signature's dtype
                 require(got.dtype == value.dtype and np.array_equal(got, value),
-                        f"for the tag-set {list(tags)}, the output {key!r} is {got.dtype} "
-                        f"{'equal' if np.array_equal(got, value) else 'off'}: the signature is {value.dtype}. Feed "
-                        "each input in its signature's dtype (inputs[key].dtype), not cast to float32")
+                        f"for the tag-set {list(tags)}, the output {key!r} "
+                        + (f"is {got.dtype}, the signature gives {value.dtype}" if got.dtype != value.dtype
+                           else f"differs in its last digits (the signature's {value.dtype} is exact)")
+                        + ": feed each input in its signature's dtype (inputs[key].dtype), not cast to float32")
                 continue
             require(earlier is None or np.allclose(got, value, atol=1e-5), Hint(
                 f"a second SavedModel (the same names, other values and ops) gave a wrong {key!r}, the first a "
