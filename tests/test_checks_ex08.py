@@ -12,8 +12,16 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from helpers.checks import CheckFailed, ExerciseNotDone, ex08
+from helpers.checks import CheckFailed, ExerciseNotDone, ex08, forget_hints
 from helpers.keras_files import describe_keras_file, missing_from_file
+
+
+@pytest.fixture(autouse=True)
+def _first_steps():
+    """Every test starts from the first step of each stepped hint."""
+    forget_hints()
+    yield
+    forget_hints()
 
 
 def not_done(*args):
@@ -1111,3 +1119,82 @@ def test_every_written_hint_fits_300_characters_with_its_prefix():
     assert texts
     long = [(line, text) for line, number, text in texts if len(f"Exercise {number}: {text}") > 300]
     assert not long, long
+
+
+# --------------------------------------------------------------------------- review of checks-b (08.3, 08.4)
+
+from tests.attack_harness import stepped  # noqa: E402
+
+
+def bodyrv_zero_load_restore_zeros(model, weights_path):
+    """Zero everything, load, and put back (and report) what still holds zero: a loaded zero bias or
+    moving mean is taken for a skipped weight."""
+    before = [v.numpy() for v in model.weights]
+    for variable in model.weights:
+        variable.assign(np.zeros(variable.shape, np.dtype(variable.dtype)))
+    model.load_weights(weights_path, skip_mismatch=True)
+    out = []
+    for variable, value in zip(model.weights, before):
+        if not np.any(variable.numpy()):
+            variable.assign(value)
+            out.append(variable.path)
+    return out
+
+
+def bodyrv_reports_without_loading(model, weights_path):
+    return missing_from_file(model, weights_path, include_optimizer=False)
+
+
+def test_review_load_body_zero_restore_is_told_it_loaded(in_tmp):
+    hint = rejected(ex08.check_load_body, bodyrv_zero_load_restore_zeros)
+    assert "was loaded (the file holds zeros there), then reset" in hint and "by shapes" in hint
+    assert "skip_mismatch=True" not in hint
+
+
+def test_review_load_body_not_loading_is_stepped(in_tmp):
+    first, second = stepped(ex08.check_load_body, bodyrv_reports_without_loading)
+    assert "section 4.1" in first and "load_weights(" not in first
+    assert "model.load_weights(weights_path, skip_mismatch=True)" in second
+
+
+def bodyrv_right_probe_after_loading(model, weights_path):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model.load_weights(weights_path, skip_mismatch=True)
+    return missing_from_file(model, weights_path, include_optimizer=False)
+
+
+@pytest.mark.parametrize("answer", [bodyrv_right_probe_after_loading, load_body_reference],
+                         ids=lambda f: f.__name__)
+def test_review_load_body_right_answers_accepted(answer, in_tmp):
+    accepted(ex08.check_load_body, answer)
+
+
+def cfg_update_without_return(self):
+    keras.layers.Layer.get_config(self).update(bounds=self.bounds.tolist())
+
+
+def test_review_clip_get_config_returning_none(in_tmp):
+    hint = rejected(ex08.check_clip, clip_class(cfg_update_without_return))
+    assert "get_config returned None: dict.update() returns None; return the dict itself" in hint
+
+
+def test_review_clip_from_config_dropping_the_settings(in_tmp):
+    cls = clip_class(cfg_right_reference)
+    cls.from_config = classmethod(lambda klass, config: klass(bounds=config["bounds"], name=config.get("name")))
+    hint = rejected(ex08.check_clip, cls)
+    assert "from_config (or __init__) dropped them: pass **config on" in hint
+
+
+def test_review_clip_get_config_without_super_keeps_its_hint(in_tmp):
+    """A get_config that writes too little is still told so (the file lacks the settings)."""
+    def partial_config(self):
+        return {"name": self.name, "bounds": self.bounds.tolist()}
+
+    hint = rejected(ex08.check_clip, clip_class(partial_config))
+    assert "get_config keeps too little" in hint
+
+
+@pytest.mark.parametrize("get_config", [cfg_right_reference, config_update], ids=lambda f: f.__name__)
+def test_review_clip_right_answers_accepted(get_config, in_tmp):
+    accepted(ex08.check_clip, clip_class(get_config))

@@ -7,10 +7,18 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from helpers.checks import CheckFailed, ExerciseNotDone, LearnerCodeError, ex09
+from helpers.checks import CheckFailed, ExerciseNotDone, LearnerCodeError, ex09, forget_hints
 from helpers.saved_models import describe_saved_model
 
 V1 = tf.compat.v1
+
+
+@pytest.fixture(autouse=True)
+def _first_steps():
+    """Every test starts from the first step of each stepped hint."""
+    forget_hints()
+    yield
+    forget_hints()
 
 
 def not_done(*args):
@@ -428,7 +436,7 @@ def test_frozen_base_with_head_alternatives(answer, capsys):
 @pytest.mark.parametrize(
     "answer, hint",
     [
-        (trainable_base, r"TFSMLayer is trainable by default, pass trainable=False"),
+        (trainable_base, r"weights are in model.trainable_weights.*section 6"),
         (serve_endpoint, r"calls the endpoint 'serve'; use the endpoint you were given \('encode'\)"),
         (no_head, r"answers with shape \(2, 3\).*Dense\(2\) head"),
         (frozen_head_too, r"no trainable head"),
@@ -1524,3 +1532,132 @@ def test_every_written_hint_fits_300_characters_with_its_prefix():
     assert texts
     long = [(line, text) for line, number, text in texts if len(f"Exercise {number}: {text}") > 300]
     assert not long, long
+
+
+# --------------------------------------------------------------------------- review of checks-b (09.2, 09.4)
+
+from tests.attack_harness import stepped  # noqa: E402
+
+
+def tf1rv_feeds_cast_to_float32(path, tags, feeds):
+    """Every feed cast to float32 (the first tag-sets' placeholders all are): an int64 id and a float64
+    value lose their last digits."""
+    feeds = {k: np.asarray(v, np.float32) for k, v in feeds.items()}
+    return run_tf1_signature(path, tags, feeds)
+
+
+_RV_SESSIONS: dict = {}
+
+
+def tf1rv_session_kept_by_folder_stem(path, tags, feeds):
+    """One session kept per folder-name stem and tag-set: the second model (same stem) runs in the first's."""
+    key = (os.path.basename(os.fspath(path))[:6], tuple(tags))
+    if key not in _RV_SESSIONS:
+        graph = tf.Graph()
+        sess = V1.Session(graph=graph)
+        _RV_SESSIONS[key] = (sess, V1.saved_model.loader.load(sess, tags, path))
+    sess, meta_graph = _RV_SESSIONS[key]
+    signature = meta_graph.signature_def["serving_default"]
+    return sess.run({k: t.name for k, t in signature.outputs.items()},
+                    {signature.inputs[k].name: v for k, v in feeds.items()})
+
+
+def test_review_run_tf1_signature_feeds_cast_to_float32_is_rejected(in_tmp):
+    hint = rejected(ex09.check_run_tf1_signature, tf1rv_feeds_cast_to_float32)
+    assert "dtype" in hint and "float32" in hint
+
+
+def tf1rv_right_feeds_in_the_signature_dtype(path, tags, feeds):
+    """Feeds cast to each input's own dtype, read from the signature."""
+    with tf.Graph().as_default() as graph, V1.Session(graph=graph) as sess:
+        signature = V1.saved_model.loader.load(sess, tags, path).signature_def["serving_default"]
+        fed = {}
+        for key, value in feeds.items():
+            tensor = graph.get_tensor_by_name(signature.inputs[key].name)
+            fed[tensor] = np.asarray(value, tensor.dtype.as_numpy_dtype)
+        return sess.run({k: t.name for k, t in signature.outputs.items()}, fed)
+
+
+@pytest.mark.parametrize("answer", [tf1rv_right_feeds_in_the_signature_dtype, run_tf1_signature_tf2],
+                         ids=lambda f: f.__name__)
+def test_review_run_tf1_signature_right_dtypes_accepted(answer, in_tmp):
+    accepted(ex09.check_run_tf1_signature, answer)
+
+
+def test_review_run_tf1_signature_kept_session_is_stepped(in_tmp):
+    _RV_SESSIONS.clear()
+    try:
+        first, second = stepped(ex09.check_run_tf1_signature, tf1rv_session_kept_by_folder_stem)
+    finally:
+        for sess, _ in _RV_SESSIONS.values():
+            sess.close()
+        _RV_SESSIONS.clear()
+    assert "section 4" in first and "tf.Graph()" not in first
+    assert "new tf.Graph() and Session inside the function" in second
+
+
+_RV_BASES: dict = {}
+
+
+def headrv_base_cached_by_path(path, endpoint, n_inputs, units):
+    """A module-level cache of the TFSMLayer by path: the next call ignores its endpoint."""
+    if path not in _RV_BASES:
+        _RV_BASES[path] = keras.layers.TFSMLayer(path, call_endpoint=endpoint, trainable=False)
+    inputs = keras.Input((n_inputs,))
+    return keras.Model(inputs, keras.layers.Dense(units)(_RV_BASES[path](inputs)))
+
+
+def headrv_stop_gradient_base_trainable(path, endpoint, n_inputs, units):
+    """The base left trainable, a Lambda(tf.stop_gradient) between it and the head."""
+    base = keras.layers.TFSMLayer(path, call_endpoint=endpoint)
+    inputs = keras.Input((n_inputs,))
+    return keras.Model(inputs, keras.layers.Dense(units)(keras.layers.Lambda(tf.stop_gradient)(base(inputs))))
+
+
+def headrv_four_inputs_hard_coded(path, endpoint, n_inputs, units):
+    base = keras.layers.TFSMLayer(path, call_endpoint=endpoint, trainable=False)
+    inputs = keras.Input((4,))
+    return keras.Model(inputs, keras.layers.Dense(units)(base(inputs)))
+
+
+def test_review_frozen_base_cached_by_path_is_rejected(in_tmp):
+    _RV_BASES.clear()
+    hint = rejected(ex09.check_frozen_base_with_head, headrv_base_cached_by_path)
+    _RV_BASES.clear()
+    assert "on every call" in hint
+
+
+def test_review_frozen_base_stop_gradient_is_rejected(in_tmp):
+    hint = rejected(ex09.check_frozen_base_with_head, headrv_stop_gradient_base_trainable)
+    assert "trainable_weights" in hint
+
+
+def test_review_frozen_base_hard_coded_inputs_get_the_input_hint(in_tmp):
+    hint = rejected(ex09.check_frozen_base_with_head, headrv_four_inputs_hard_coded)
+    assert "keras.Input((n_inputs,))" in hint and "(None, 4)" in hint
+
+
+def test_review_frozen_base_trainable_is_stepped(in_tmp):
+    first, second = stepped(ex09.check_frozen_base_with_head, head_base_trainable)
+    assert "section 6" in first and "trainable=False" not in first
+    assert "pass trainable=False" in second
+
+
+def headrv_right_frozen_then_stop_gradient(path, endpoint, n_inputs, units):
+    """Frozen, and a harmless Lambda(tf.stop_gradient) too: the prompt does not forbid it."""
+    base = keras.layers.TFSMLayer(path, call_endpoint=endpoint, trainable=False)
+    inputs = keras.Input((n_inputs,))
+    return keras.Model(inputs, keras.layers.Dense(units)(keras.layers.Lambda(tf.stop_gradient)(base(inputs))))
+
+
+def headrv_right_functional_named(path, endpoint, n_inputs, units):
+    inputs = keras.Input(shape=(n_inputs,), name="features")
+    base = keras.layers.TFSMLayer(path, call_endpoint=endpoint, name="base")
+    base.trainable = False
+    return keras.Model(inputs=inputs, outputs=keras.layers.Dense(units, name="new_head")(base(inputs)))
+
+
+@pytest.mark.parametrize("answer", [headrv_right_frozen_then_stop_gradient, headrv_right_functional_named,
+                                    frozen_base_with_head], ids=lambda f: f.__name__)
+def test_review_frozen_base_right_answers_accepted(answer, in_tmp):
+    accepted(ex09.check_frozen_base_with_head, answer)

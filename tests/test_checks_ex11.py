@@ -1215,3 +1215,108 @@ def test_every_written_hint_fits_300_characters_with_its_prefix():
     assert texts
     long = [(line, text) for line, number, text in texts if len(f"Exercise {number}: {text}") > 300]
     assert not long, long
+
+
+# --------------------------------------------------------------------------- review of checks-b (11.5)
+
+from tests.attack_harness import stepped  # noqa: E402
+
+_RV_SNAPSHOT: dict = {}
+
+
+def emarv_snapshot_kept_between_calls(model, optimizer, x):
+    """The trained weights kept at module level on the first call, restored into every later model."""
+    if "weights" not in _RV_SNAPSHOT:
+        _RV_SNAPSHOT["weights"] = [v.numpy() for v in model.trainable_variables]
+    optimizer.finalize_variable_values(model.trainable_variables)
+    result = model(x).numpy()
+    for variable, value in zip(model.trainable_variables, _RV_SNAPSHOT["weights"]):
+        if tuple(variable.shape) == value.shape:
+            variable.assign(value)
+    return result
+
+
+def emarv_averages_paired_by_position(model, optimizer, x):
+    """The i-th average given to the i-th trainable variable: right only while the optimizer was built
+    in model.trainable_variables' order."""
+    averages = [v for v in optimizer.variables if v.path.endswith("_average")]
+    trained = [v.numpy() for v in model.trainable_variables]
+    for variable, average in zip(model.trainable_variables, averages):
+        variable.assign(average)
+    result = model(x).numpy()
+    for variable, value in zip(model.trainable_variables, trained):
+        variable.assign(value)
+    return result
+
+
+def emarv_finalize_every_variable(model, optimizer, x):
+    kept = [v.numpy() for v in model.trainable_variables]
+    optimizer.finalize_variable_values(model.variables)
+    result = model(x).numpy()
+    for variable, value in zip(model.trainable_variables, kept):
+        variable.assign(value)
+    return result
+
+
+def test_review_ema_snapshot_kept_between_calls_is_rejected(in_tmp):
+    _RV_SNAPSHOT.clear()
+    hint = rejected(ex11.check_ema_predictions, emarv_snapshot_kept_between_calls)
+    _RV_SNAPSHOT.clear()
+    assert "no longer holds its trained weights" in hint
+
+
+def test_review_finalize_variable_values_pairs_the_averages_by_position():
+    """Why averages paired by position are accepted: Keras 3.15's own finalize_variable_values pairs the
+    list it is given with its averages by position (an optimizer built in another order gets them crossed),
+    so a fixture built in another order would reject the chapter's own route."""
+    keras.utils.set_random_seed(23)
+    inputs = keras.Input((4,))
+    body, head = keras.layers.Dense(4, name="body"), keras.layers.Dense(4, name="head")
+    model = keras.Model(inputs, head(body(inputs)))
+    order = head.trainable_variables + body.trainable_variables
+    optimizer = keras.optimizers.SGD(0.2, use_ema=True, ema_momentum=0.7)
+    optimizer.build(order)
+    data = np.random.default_rng(0).normal(size=(8, 4)).astype("float32")
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean((model(data) - 1.0) ** 2)
+    optimizer.apply_gradients(zip(tape.gradient(loss, order), order))
+    averages = [v.numpy() for v in optimizer.variables if v.path.endswith("_average")]
+    optimizer.finalize_variable_values(model.trainable_variables)
+    assert all(np.array_equal(v.numpy(), a) for v, a in zip(model.trainable_variables, averages))
+    assert not np.array_equal(body.kernel.numpy(), averages[2])  # body's own average is the third
+
+
+def test_review_ema_finalize_every_variable_gets_its_hint(in_tmp):
+    hint = rejected(ex11.check_ema_predictions, emarv_finalize_every_variable)
+    assert "pass model.trainable_variables" in hint and "only for trained variables" in hint
+
+
+def test_review_ema_trained_weights_is_stepped(in_tmp):
+    first, second = stepped(ex11.check_ema_predictions, ema_trained_weights)
+    assert "section 11" in first and "finalize_variable_values" not in first
+    assert "finalize_variable_values(model.trainable_variables) swaps the averages in" in second
+
+
+def emarv_right_save_weights_round_trip(model, optimizer, x):
+    folder = tempfile.mkdtemp()
+    path = os.path.join(folder, "trained.weights.h5")
+    model.save_weights(path)
+    optimizer.finalize_variable_values(model.trainable_variables)
+    result = model(x).numpy()
+    model.load_weights(path)
+    return result
+
+
+def emarv_right_get_set_weights(model, optimizer, x):
+    kept = model.get_weights()
+    optimizer.finalize_variable_values(model.trainable_variables)
+    result = model.predict(x, verbose=0)
+    model.set_weights(kept)
+    return result
+
+
+@pytest.mark.parametrize("answer", [emarv_right_save_weights_round_trip, emarv_right_get_set_weights,
+                                    ema_right_finalize_a_clone, ema_with_full_clone, ema_reference],
+                         ids=lambda f: f.__name__)
+def test_review_ema_right_answers_accepted(answer, in_tmp):
+    accepted(ex11.check_ema_predictions, answer)

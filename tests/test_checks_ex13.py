@@ -11,8 +11,16 @@ import pytest
 import tensorflow as tf
 import tf_keras
 
-from helpers.checks import CheckFailed, ExerciseNotDone, LearnerCodeError, ex13
+from helpers.checks import CheckFailed, ExerciseNotDone, LearnerCodeError, ex13, forget_hints
 from helpers.keras2 import convert_legacy_h5, legacy_custom_objects
+
+
+@pytest.fixture(autouse=True)
+def _first_steps():
+    """Every test starts from the first step of each stepped hint."""
+    forget_hints()
+    yield
+    forget_hints()
 
 
 def not_done(*args):
@@ -329,8 +337,8 @@ def test_load_old_h5_alternatives(answer, capsys):
     (refuses_groups_two, "groups=2 was refused: Keras 2 accepted groups"),
     (edit_the_file, "file was changed"),
     (architecture_only, "weights too"),
-    (plain_load, "custom_objects.*legacy_custom_objects"),
-    (plain_load_uncompiled, "custom_objects.*legacy_custom_objects"),
+    (plain_load, "rejects Keras 2.s time_major and groups.*section 4"),
+    (plain_load_uncompiled, "rejects Keras 2.s time_major and groups.*section 4"),
     (groups_dropped_everywhere, "Conv2D really groups"),
     (keras2_load, "return a Keras 3 model"),
     (keras2_fallback, "return a Keras 3 model.*must raise"),
@@ -1192,3 +1200,95 @@ def test_every_written_hint_fits_300_characters_with_its_prefix():
     assert texts
     long = [(line, text) for line, number, text in texts if len(f"Exercise {number}: {text}") > 300]
     assert not long, long
+
+
+# --------------------------------------------------------------------------- review of checks-b (13.1, 13.2)
+
+from tests.attack_harness import accepted as _accepted  # noqa: E402
+from tests.attack_harness import rejected as _strict_rejected  # noqa: E402
+from tests.attack_harness import stepped  # noqa: E402
+
+
+def _rv_signature(path):
+    return tf.saved_model.load(path).signatures["serving_default"]
+
+
+def _rv_right(path, inputs):
+    signature = _rv_signature(path)
+    specs = signature.structured_input_signature[1]
+    out = signature(**{k: tf.convert_to_tensor(np.asarray(v).astype(specs[k].dtype.as_numpy_dtype))
+                       for k, v in inputs.items()})
+    return next(iter(out.values())).numpy()
+
+
+def kwrv_output_cast_to_float32(path, inputs):
+    """Right, then the output cast to float32: a float64 signature's result loses its dtype and digits."""
+    return _rv_right(path, inputs).astype(np.float32)
+
+
+def kwrv_floats_through_float32(path, inputs):
+    """Every float input sent through float32 first, then cast to its spec's dtype."""
+    signature = _rv_signature(path)
+    specs = signature.structured_input_signature[1]
+    fed = {k: tf.cast(np.asarray(v, np.float32) if np.asarray(v).dtype.kind == "f" else v, specs[k].dtype)
+           for k, v in inputs.items()}
+    return next(iter(signature(**fed).values())).numpy()
+
+
+_RV_FIRST: dict = {}
+
+
+def kwrv_first_signature_kept(path, inputs):
+    """The first call's signature kept at module level and used for every later path."""
+    if "signature" not in _RV_FIRST:
+        _RV_FIRST["signature"] = _rv_signature(path)
+    signature = _RV_FIRST["signature"]
+    specs = signature.structured_input_signature[1]
+    out = signature(**{k: tf.constant(v, dtype=specs[k].dtype) for k, v in inputs.items()})
+    return next(iter(out.values())).numpy()
+
+
+def test_review_call_by_keyword_output_cast_to_float32_is_rejected(in_tmp_dir):
+    hint = _strict_rejected(ex13.check_call_by_keyword, kwrv_output_cast_to_float32)
+    assert "returns float64" in hint and "float32" in hint
+
+
+def test_review_call_by_keyword_inputs_through_float32_are_rejected(in_tmp_dir):
+    hint = _strict_rejected(ex13.check_call_by_keyword, kwrv_floats_through_float32)
+    assert "returns float64" in hint and "last digits off" in hint
+
+
+def test_review_call_by_keyword_kept_signature_is_not_told_to_squeeze(in_tmp_dir):
+    _RV_FIRST.clear()
+    hint = _strict_rejected(ex13.check_call_by_keyword, kwrv_first_signature_kept)
+    _RV_FIRST.clear()
+    assert "squeeze" not in hint and "on every call" in hint
+
+
+def kwrv_right_cast_in_a_loop(path, inputs):
+    loaded = tf.saved_model.load(path)
+    signature = loaded.signatures["serving_default"]
+    fed = {name: tf.constant(np.asarray(inputs[name], dtype=spec.dtype.as_numpy_dtype))
+           for name, spec in signature.structured_input_signature[1].items()}
+    (out,) = signature(**fed).values()
+    return out.numpy()
+
+
+@pytest.mark.parametrize("answer", [_rv_right, kwrv_right_cast_in_a_loop, call_by_keyword],
+                         ids=lambda f: f.__name__)
+def test_review_call_by_keyword_right_answers_accepted(answer, in_tmp_dir):
+    _accepted(ex13.check_call_by_keyword, answer)
+
+
+def h5rv_plain_load(path):
+    return keras.models.load_model(path, compile=False)
+
+
+def test_review_load_old_h5_plain_load_is_stepped(in_tmp_dir):
+    first, second = stepped(ex13.check_load_old_h5, h5rv_plain_load)
+    assert "section 4" in first and "legacy_custom_objects" not in first
+    assert "helpers.keras2.legacy_custom_objects()" in second
+
+
+def test_review_load_old_h5_right_answer_accepted(in_tmp_dir):
+    _accepted(ex13.check_load_old_h5, load_old_h5)

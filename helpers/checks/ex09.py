@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import tempfile
 from collections.abc import Callable
 from typing import Any
@@ -17,7 +18,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from helpers.checks import exercise_check, quote, require
+from helpers.checks import Hint, exercise_check, quote, require
 
 V1 = tf.compat.v1
 
@@ -136,6 +137,11 @@ def _tf1_saved_model(folder: str, factor: float = 1.0, shift: float = 0.0, sign:
             b = V1.get_variable("b", initializer=bias)
             logits = tf.identity(scale * tf.matmul(x, w) + (b if sign > 0 else -b), name="logits")
             probs = tf.nn.softmax(logits, name="probs")
+            # a signature that is not float32: an int64 id beyond float32's integers, a float64 below its step
+            ids = V1.placeholder(tf.int64, [None], name="item_id")
+            amount = V1.placeholder(tf.float64, [None], name="amount")
+            next_id = tf.identity(ids + 1, name="next_id")
+            excess = tf.identity(amount - 1.0, name="excess")
         with V1.Session() as sess:
             sess.run(V1.global_variables_initializer())
             builder = V1.saved_model.Builder(folder)
@@ -152,6 +158,9 @@ def _tf1_saved_model(folder: str, factor: float = 1.0, shift: float = 0.0, sign:
                 sess, ["serve"], signature_def_map={"serving_default": serve, "classify": crossed})
             builder.add_meta_graph(
                 ["serve", "edge"], signature_def_map={"serving_default": edge, "classify": crossed_edge})
+            lookup = V1.saved_model.predict_signature_def(
+                {"item_id": ids, "amount": amount}, {"next_id": next_id, "excess": excess})
+            builder.add_meta_graph(["serve", "lookup"], signature_def_map={"serving_default": lookup})
             builder.save()
     batch = np.array([[1.0, -2.0, 0.5], [0.0, 1.5, 2.0]], dtype="float32")
     answer = 2.0 * batch @ kernel + sign * bias
@@ -161,6 +170,10 @@ def _tf1_saved_model(folder: str, factor: float = 1.0, shift: float = 0.0, sign:
         ("serve",): ({"pixels": batch, "scale": np.float32(2.0)}, {"scores": answer, "probabilities": soft}),
         ("serve", "edge"): ({"pixels": batch[:1], "scale": np.float32(2.0)},  # one example: a size-1 axis
                             {"score_1": answer[:1], "score_10": soft[:1]}),
+        ("serve", "lookup"): ({"item_id": np.array([2**25 + 1, 7], np.int64),
+                               "amount": np.array([1.0 + 1e-9, 2.5])},
+                              {"next_id": np.array([2**25 + 2, 8], np.int64),
+                               "excess": np.array([1.0 + 1e-9, 2.5]) - 1.0}),
     }
 
 
@@ -212,10 +225,18 @@ def _check_tf1_model(run_tf1_signature: Callable[[str, list, dict], dict], folde
                 f"for the tag-set {list(tags)}, the output {key!r} has shape {got.shape}, the signature "
                 f"gives {value.shape}: return the values as they come (no squeeze)",
             )
-            require(earlier is None or np.allclose(got, value, atol=1e-5),
-                    f"a second SavedModel (the same names, other values and ops) gave a wrong {key!r}, the first "
-                    "a right one: a graph or session kept between calls resolves the names to the first "
-                    "model's ops. Make a new tf.Graph() and Session inside the function, on every call")
+            if value.dtype != np.float32:  # the int64 and float64 signature: exact values, the signature's dtype
+                require(got.dtype == value.dtype and np.array_equal(got, value),
+                        f"for the tag-set {list(tags)}, the output {key!r} "
+                        + (f"is {got.dtype}, the signature gives {value.dtype}" if got.dtype != value.dtype
+                           else f"differs in its last digits (the signature's {value.dtype} is exact)")
+                        + ": feed each input in its signature's dtype (inputs[key].dtype), not cast to float32")
+                continue
+            require(earlier is None or np.allclose(got, value, atol=1e-5), Hint(
+                f"a second SavedModel (the same names, other values and ops) gave a wrong {key!r}, the first a "
+                "right one: what your function keeps between calls still holds the first model (section 4, "
+                "'The TF1 way')",
+                "make a new tf.Graph() and Session inside the function, on every call", kind="kept graph"))
             require(
                 np.allclose(got, value, atol=1e-5),
                 f"for the tag-set {list(tags)}, the output {key!r} does not hold the signature's value: "
@@ -338,13 +359,28 @@ def _require_float32_input(model: keras.Model, n_inputs: int) -> None:
             "the model answers float64 data differently from the same data in float32: cast inputs to float32")
 
 
+def _build_head_model(frozen_base_with_head: Callable, folder: str, endpoint: str, n_inputs: int,
+                      units: int) -> Any:
+    """The learner's model; a TFSMLayer refusing the model's input (another width) gets the input's hint."""
+    try:
+        return frozen_base_with_head(folder, endpoint, n_inputs, units)
+    except (TypeError, ValueError) as error:
+        if "Can not cast TensorSpec" not in str(error):
+            raise
+        found = re.search(r"Can not cast TensorSpec\(shape=(\([^)]*\))", str(error))
+        require(False, f"the TFSMLayer refused your model's input of shape {found.group(1) if found else '?'}: "
+                       f"it should be one float32 input of shape (None, {n_inputs}), keras.Input((n_inputs,)) "
+                       "with the n_inputs you were given")
+        raise  # not reached
+
+
 @exercise_check("09.4")
 def check_frozen_base_with_head(frozen_base_with_head: Callable[[str, str, int, int], keras.Model]) -> str:
     n_inputs, units, endpoint = 6, 2, "encode"
     with tempfile.TemporaryDirectory() as scratch:
         folder = os.path.join(scratch, "encoder")
         original = _base_saved_model(folder, n_inputs, endpoint)
-        model = frozen_base_with_head(folder, endpoint, n_inputs, units)
+        model = _build_head_model(frozen_base_with_head, folder, endpoint, n_inputs, units)
         require(isinstance(model, keras.Model), f"frozen_base_with_head should return a keras.Model, got {type(model).__name__}")
         bases = [layer for layer in model.layers if isinstance(layer, keras.layers.TFSMLayer)]
         require(len(bases) == 1, f"the model should hold one keras.layers.TFSMLayer for the SavedModel; it holds {len(bases)}")
@@ -380,6 +416,10 @@ def check_frozen_base_with_head(frozen_base_with_head: Callable[[str, str, int, 
             f"the model's answer is not Dense({units}) of the base's output: the head has no activation "
             "(the default, linear), and nothing comes between the TFSMLayer and it",
         )
+        require(not any(w is v for w in model.trainable_weights for v in base.weights), Hint(
+            "the SavedModel's weights are in model.trainable_weights: an optimizer or a regularizer still "
+            "reaches them. Freeze the layer itself (section 6, 'Keras 3: TFSMLayer instead of load_model')",
+            "TFSMLayer is trainable by default: pass trainable=False", kind="base trainable"))
         base_before = [w.numpy().copy() for w in base.weights]
         head_weights = [w for w in model.trainable_weights if not any(w is v for v in base.weights)]
         require(
@@ -389,10 +429,10 @@ def check_frozen_base_with_head(frozen_base_with_head: Callable[[str, str, int, 
         head_before = [w.numpy().copy() for w in head_weights]
         model.compile(keras.optimizers.SGD(0.05), "mse")
         model.fit(x, x[:, :units] * 2.0 + 1.0, epochs=2, batch_size=16, verbose=0)
-        require(
-            all(np.array_equal(old, w.numpy()) for old, w in zip(base_before, base.weights)),
-            "training changed the SavedModel's weights: TFSMLayer is trainable by default, pass trainable=False",
-        )
+        require(all(np.array_equal(old, w.numpy()) for old, w in zip(base_before, base.weights)), Hint(
+            "training changed the SavedModel's weights: the base must be frozen (section 6, 'Keras 3: "
+            "TFSMLayer instead of load_model')",
+            "TFSMLayer is trainable by default: pass trainable=False", kind="base trainable"))
         require(
             any(not np.array_equal(old, w.numpy()) for old, w in zip(head_before, head_weights)),
             "training did not change the head: the new Dense layer must stay trainable",
@@ -400,6 +440,14 @@ def check_frozen_base_with_head(frozen_base_with_head: Callable[[str, str, int, 
         require(
             np.allclose(base(x[:3]).numpy(), original(x[:3]).numpy(), atol=1e-5),
             "the base does not answer like the SavedModel's endpoint",
+        )
+        # the same path again, another endpoint: a layer kept between calls answers the old endpoint
+        again = _build_head_model(frozen_base_with_head, folder, "serve", n_inputs, units)
+        layers = [layer for layer in getattr(again, "layers", []) if isinstance(layer, keras.layers.TFSMLayer)]
+        require(
+            len(layers) == 1 and layers[0] is not base and layers[0].call_endpoint == "serve",
+            "a second call with the same path and the endpoint 'serve' did not get a new TFSMLayer at 'serve': "
+            "build the layer on every call (nothing kept between calls, no cache by path)",
         )
     return f"TFSMLayer at {endpoint!r} under a Dense({units}) head; training changed only the head"
 

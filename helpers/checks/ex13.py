@@ -24,7 +24,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from helpers.checks import CheckFailed, exercise_check, require
+from helpers.checks import CheckFailed, Hint, exercise_check, require
 
 __all__ = [
     "check_call_by_keyword",
@@ -41,13 +41,15 @@ __all__ = [
 
 def make_keyword_model(folder: str, name: str = "keyword_model", rows: int = 4, units: int = 3,
                        float_spec: tf.DType = tf.float32, int_spec: tf.DType = tf.int32,
-                       float_given: str = "float32", int_given: str = "int64") -> dict[str, Any]:
+                       float_given: str = "float32", int_given: str = "int64",
+                       compute: str = "float32") -> dict[str, Any]:
     """A SavedModel whose serving_default takes ``left``, ``right`` (``float_spec``, one shape) and ``count``
     (``int_spec``).
 
     ``units=1`` gives a one-column output (a ``Dense(1)`` head's shape). Returns the path, the inputs
     (``left`` and ``right`` as ``float_given``, ``count`` as ``int_given``: by default int64, the wrong
-    dtype) in an order other than the signature's, and the expected output (float32).
+    dtype) in an order other than the signature's, and the expected output (float32; with
+    ``compute="float64"`` the signature computes in float64, adds 1e-9 * right and returns float64).
     """
     module = tf.Module()
     scale = np.array([1.5, -0.5, 2.0][:units], dtype=np.float32)
@@ -57,6 +59,10 @@ def make_keyword_model(folder: str, name: str = "keyword_model", rows: int = 4, 
                                   tf.TensorSpec((None, units), float_spec, name="right"),
                                   tf.TensorSpec((None, 1), int_spec, name="count")])
     def serve(left, right, count):
+        if compute == "float64":  # below float32's step: a float32 detour shows
+            left, right = tf.cast(left, tf.float64), tf.cast(right, tf.float64)
+            mixed = tf.cast(module.scale, tf.float64) * left - 2.0 * right + 1e-9 * right
+            return {"mixed_result": mixed + tf.cast(count, tf.float64)}
         left, right = tf.cast(left, tf.float32), tf.cast(right, tf.float32)
         return {"mixed_result": module.scale * left - 2.0 * right + tf.cast(count, tf.float32)}
 
@@ -67,6 +73,12 @@ def make_keyword_model(folder: str, name: str = "keyword_model", rows: int = 4, 
     left, right = rng.normal(size=(rows, units)), rng.normal(size=(rows, units))
     count = rng.integers(1, 5, size=(rows, 1))
     as_spec = np.dtype(float_spec.as_numpy_dtype)  # the values the signature computes with
+    if compute == "float64":
+        left64, right64 = left.astype(as_spec).astype(np.float64), right.astype(as_spec).astype(np.float64)
+        expected = scale.astype(np.float64) * left64 - 2.0 * right64 + 1e-9 * right64 + count
+        inputs = {"right": right.astype(float_given), "count": count.astype(int_given),
+                  "left": left.astype(float_given)}
+        return {"path": path, "inputs": inputs, "expected": expected, "scale": scale}
     expected = (scale * left.astype(as_spec).astype(np.float32) - 2.0 * right.astype(as_spec).astype(np.float32)
                 + count).astype(np.float32)
     inputs = {"right": right.astype(float_given), "count": count.astype(int_given), "left": left.astype(float_given)}
@@ -78,6 +90,9 @@ _KEYWORD_CASES = (
     dict(),
     dict(name="one_column_model", units=1, float_given="float64"),  # a Dense(1)-like head: (4, 1) stays
     dict(name="wide_dtype_model", float_spec=tf.float64, int_spec=tf.int64, int_given="int32"),
+    # computes and returns float64: a result cast to float32, or inputs sent through float32, shows
+    dict(name="double_model", float_spec=tf.float64, int_spec=tf.int64, int_given="int32", float_given="float64",
+         compute="float64"),
 )
 
 
@@ -117,9 +132,12 @@ def _check_keyword_case(call_by_keyword: Callable[[str, dict], np.ndarray], case
     require(isinstance(result, np.ndarray),
             f"call_by_keyword returned a {type(result).__name__}: return a NumPy array "
             "(.numpy() of the signature's single output)")
-    require(result.shape == case["expected"].shape,
+    require(result.shape == case["expected"].shape or result.size != case["expected"].size,
             f"the result has shape {result.shape}, the output {case['expected'].shape}: return the "
             "signature's one output as it is (no squeeze, not the dict or a part of it)")
+    require(result.shape == case["expected"].shape,
+            f"the result has shape {result.shape}, this SavedModel's output {case['expected'].shape}: this is "
+            "not this SavedModel's output. Load `path` on every call (nothing kept between calls)")
     floats = {name: np.asarray(value, np.float32) for name, value in case["inputs"].items()}
     swapped = np.allclose(result, case["scale"] * floats["right"] - 2.0 * floats["left"] + floats["count"],
                           atol=1e-4)
@@ -128,6 +146,11 @@ def _check_keyword_case(call_by_keyword: Callable[[str, dict], np.ndarray], case
     require(np.allclose(result, case["expected"], atol=1e-5),
             "the output differs from the model's: pass every input by its name, cast to the dtype "
             "of its TensorSpec in signature.structured_input_signature[1]")
+    if case["expected"].dtype == np.float64:
+        require(result.dtype == np.float64 and np.allclose(result, case["expected"], rtol=0.0, atol=1e-12),
+                f"this signature computes and returns float64; your result is {result.dtype}"
+                f"{'' if result.dtype == np.float32 else ', its last digits off'}: feed float64 inputs as "
+                "float64 (their spec's dtype) and return the output as it comes, not cast to float32")
     require(set(given) == set(case["inputs"]) and all(_same_array(given[k], v) for k, v in case["inputs"].items()),
             "the inputs dict was changed (a value, a dtype or a key): cast copies, and leave the caller's "
             "dict and arrays as they are")
@@ -212,8 +235,10 @@ def _loads_like(load_old_h5: Callable[[str], Any], path: str, kind: str, argumen
             loaded = load_old_h5(path)
     except Exception as error:
         if "Unrecognized keyword" in str(error) or "unexpected keyword" in str(error):
-            raise CheckFailed("Keras 3 rejects Keras 2's time_major and groups arguments: pass custom_objects "
-                              "whose classes drop them (helpers.keras2.legacy_custom_objects())") from error
+            raise CheckFailed(Hint(
+                "Keras 3 rejects Keras 2's time_major and groups arguments: load with layer classes that drop "
+                "them (section 4, 'Layer arguments one version writes and another rejects')",
+                "pass custom_objects whose classes drop them (helpers.keras2.legacy_custom_objects())")) from error
         if kind == "depthwise" and "expand" in str(error) and "shape" in str(error).lower():
             raise CheckFailed("the Conv2D (groups=2) got other weight shapes: Conv2D really groups, in both "
                               "versions: keep its groups; drop groups only where Keras 2 ignored it "
