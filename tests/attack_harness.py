@@ -59,11 +59,13 @@ def watchdog(seconds: int = WATCHDOG_S) -> Iterator[None]:
 
 
 def hint_problems(message: str) -> list[str]:
-    """What is wrong with a hint: too long, colour codes, temporary paths, the generic advice."""
-    hint = message.split(": ", 1)[1] if message.startswith("Exercise ") and ": " in message else message
+    """What is wrong with a hint: too long, colour codes, temporary paths, the generic advice.
+
+    The length counts the "Exercise NN.N: " prefix: the learner reads the whole line.
+    """
     problems = []
-    if len(hint) > HINT_MAX:
-        problems.append(f"hint of {len(hint)} characters")
+    if len(message) > HINT_MAX:
+        problems.append(f"hint of {len(message)} characters with its prefix")
     if "\x1b[" in message:
         problems.append("colour codes")
     if _TEMPORARY.search(message):
@@ -155,3 +157,18 @@ def marked(answers: list, known: dict[str, str], hangs: dict[str, str] | None = 
             marks = [pytest.mark.skip(reason=f"hangs: {hangs[name]}")]
         params.append(pytest.param(answer, marks=marks, id=name))
     return params
+
+
+def stepped(check: Callable, answer: Any) -> tuple[str, str]:
+    """Run a wrong ``answer`` twice, as a learner who tries again: return the two hints.
+
+    Both must meet ``rejected``'s rules. Where the check gives a hint in steps (``Hint``), the
+    first names the idea and where the chapter shows it ("section"), and the second differs
+    from it (the precise fix). Call ``helpers.checks.forget_hints()`` first so that this
+    answer's kind of failure has not been hinted before.
+    """
+    first = rejected(check, answer)
+    second = rejected(check, answer)
+    if first != second:
+        assert "section" in first.lower(), f"a first step that does not say where the chapter shows it: {first}"
+    return first, second

@@ -934,3 +934,14 @@ def test_00_3_prompt_only_wrong_answers_are_rejected(answer):
 ], HOLES))
 def test_00_3_prompt_only_right_answers_pass(answer):
     passes(ex00.check_initial_weights, answer)
+
+
+# ===========================================================================
+# Hints in steps: each test starts from the first step (helpers.checks.Hint)
+
+from helpers.checks import forget_hints  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _first_hints():
+    forget_hints()

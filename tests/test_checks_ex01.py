@@ -99,7 +99,8 @@ def test_01_1_string_only_code_fails_on_a_path():
 
 
 def save_trainable_only(sess, prefix):
-    saver = V1.train.Saver(var_list=V1.trainable_variables())
+    with sess.graph.as_default():
+        saver = V1.train.Saver(var_list=V1.trainable_variables())
     return saver.save(sess, prefix, write_meta_graph=False)
 
 
@@ -154,14 +155,15 @@ def test_01_2_wrong_answers(wrong, error, hint):
 
 
 def save_without_scope(sess, scope, prefix):
-    mapping = {v.op.name.removeprefix(scope + "/"): v for v in V1.global_variables(scope + "/")}
-    return V1.train.Saver(mapping).save(sess, prefix)
+    with sess.graph.as_default():
+        mapping = {v.op.name.removeprefix(scope + "/"): v for v in V1.global_variables(scope + "/")}
+        return V1.train.Saver(mapping).save(sess, prefix)
 
 
 def save_without_scope_by_slicing(sess, scope, prefix):
     start = scope + "/"
     mapping = {}
-    for variable in V1.global_variables():
+    for variable in sess.graph.get_collection(V1.GraphKeys.GLOBAL_VARIABLES):
         if variable.op.name.startswith(start):
             mapping[variable.op.name[len(start):]] = variable
     return V1.train.Saver(var_list=mapping).save(sess, prefix, write_meta_graph=False)
@@ -208,20 +210,23 @@ def test_01_3_wrong_answers(wrong, error, hint):
 
 def restore_moved(sess, folder):
     named = tf.train.get_checkpoint_state(folder).model_checkpoint_path
-    V1.train.Saver().restore(sess, os.path.join(folder, os.path.basename(named)))
-    return int(sess.run(V1.train.get_global_step()))
+    with sess.graph.as_default():
+        V1.train.Saver().restore(sess, os.path.join(folder, os.path.basename(named)))
+        return int(sess.run(V1.train.get_global_step()))
 
 
 def restore_moved_with_the_course_helper(sess, folder):
-    V1.train.Saver().restore(sess, resolve_checkpoint(folder))
-    return sess.run(V1.train.get_or_create_global_step()).item()
+    with sess.graph.as_default():
+        V1.train.Saver().restore(sess, resolve_checkpoint(folder))
+        return sess.run(V1.train.get_or_create_global_step()).item()
 
 
 def restore_moved_by_reading_the_text(sess, folder):
     text = Path(folder, "checkpoint").read_text()
     newest = re.search(r'^model_checkpoint_path: "(.*)"', text, re.MULTILINE)[1]
-    V1.train.Saver().restore(sess, str(Path(folder) / Path(newest).name))
-    return int(V1.train.global_step(sess, V1.train.get_global_step()))
+    with sess.graph.as_default():
+        V1.train.Saver().restore(sess, str(Path(folder) / Path(newest).name))
+        return int(V1.train.global_step(sess, V1.train.get_global_step()))
 
 
 @pytest.mark.parametrize("answer", [restore_moved, restore_moved_with_the_course_helper,
@@ -771,3 +776,308 @@ def test_01_4_prompt_only_wrong_answers_are_rejected(answer):
                                           moved_line_by_line, moved_last_listed], HOLES))
 def test_01_4_prompt_only_right_answers_pass(answer):
     passes(ex01.check_restore_moved, answer)
+
+
+# ===========================================================================
+# Issue 33: the session's own graph, not the default one (written from the prompts alone)
+
+from helpers.checks import forget_hints  # noqa: E402
+from tests.attack_harness import accepted, rejected, stepped  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _first_hints():
+    forget_hints()
+
+
+# ----- 01.2 wrong
+
+
+def own_default_graph_trainable(sess, prefix):
+    return V1.train.Saver(var_list=V1.trainable_variables()).save(sess, prefix, write_meta_graph=False)
+
+
+def own_default_graph_all_then_filter(sess, prefix):
+    variables = [v for v in V1.global_variables() if v.trainable]
+    return V1.train.Saver(variables).save(sess, prefix, write_meta_graph=False)
+
+
+def own_default_graph_collection(sess, prefix):
+    variables = V1.get_collection(V1.GraphKeys.TRAINABLE_VARIABLES)
+    return V1.train.Saver({v.op.name: v for v in variables}).save(sess, prefix, write_meta_graph=False)
+
+
+def own_fresh_graph(sess, prefix):
+    with tf.Graph().as_default():
+        return V1.train.Saver(V1.trainable_variables()).save(sess, prefix, write_meta_graph=False)
+
+
+def own_new_session_on_its_graph(sess, prefix):
+    with sess.graph.as_default():
+        saver = V1.train.Saver(V1.trainable_variables())
+        with V1.Session(graph=sess.graph) as fresh:
+            fresh.run(V1.global_variables_initializer())
+            return saver.save(fresh, prefix, write_meta_graph=False)
+
+
+def own_graph_keyed_by_last_name(sess, prefix):
+    with sess.graph.as_default():
+        mapping = {v.op.name.split("/")[-1]: v for v in V1.trainable_variables()}
+        return V1.train.Saver(mapping).save(sess, prefix, write_meta_graph=False)
+
+
+def own_graph_but_returns_index(sess, prefix):
+    with sess.graph.as_default():
+        path = V1.train.Saver(V1.trainable_variables()).save(sess, prefix, write_meta_graph=False)
+    return path + ".index"
+
+
+def own_graph_with_numbered_step(sess, prefix):
+    with sess.graph.as_default():
+        return V1.train.Saver(V1.trainable_variables()).save(sess, prefix, global_step=0, write_meta_graph=False)
+
+
+def own_graph_variables_not_trainable_filter(sess, prefix):
+    with sess.graph.as_default():
+        kept = [v for v in V1.global_variables() if "moving" not in v.op.name]
+        return V1.train.Saver(kept).save(sess, prefix, write_meta_graph=False)
+
+
+WRONG_01_2_GRAPH = [own_default_graph_trainable, own_default_graph_all_then_filter, own_default_graph_collection,
+                    own_fresh_graph, own_new_session_on_its_graph, own_graph_keyed_by_last_name, own_graph_but_returns_index,
+                    own_graph_with_numbered_step, own_graph_variables_not_trainable_filter]
+
+
+@pytest.mark.parametrize("answer", WRONG_01_2_GRAPH, ids=lambda f: f.__name__)
+def test_01_2_answers_that_ignore_the_sessions_graph_or_the_prompt_are_rejected(answer):
+    rejected(ex01.check_save_trainable_only, answer)
+
+
+def test_01_2_the_default_graph_gets_the_idea_first_then_the_fix():
+    first, second = stepped(ex01.check_save_trainable_only, own_default_graph_trainable)
+    assert "default graph" in first and "section 5" in first and "with sess.graph.as_default()" not in first
+    assert "with sess.graph.as_default():" in second
+
+
+# ----- 01.2 right
+
+
+def own_graph_as_default(sess, prefix):
+    with sess.graph.as_default():
+        saver = V1.train.Saver(var_list=V1.trainable_variables())
+    return saver.save(sess, prefix, write_meta_graph=False)
+
+
+def own_graph_collection_dict(sess, prefix):
+    trainable = sess.graph.get_collection(V1.GraphKeys.TRAINABLE_VARIABLES)
+    return V1.train.Saver({v.op.name: v for v in trainable}).save(sess, os.fspath(prefix), write_meta_graph=False)
+
+
+def own_graph_filter_global(sess, prefix):
+    with sess.graph.as_default():
+        kept = [v for v in V1.global_variables() if v in V1.trainable_variables()]
+        saver = V1.train.Saver(kept, save_relative_paths=True)
+        return Path(saver.save(sess, prefix, write_meta_graph=False, write_state=False))
+
+
+@pytest.mark.parametrize("answer", [own_graph_as_default, own_graph_collection_dict, own_graph_filter_global],
+                         ids=lambda f: f.__name__)
+def test_01_2_answers_in_the_sessions_graph_pass(answer):
+    accepted(ex01.check_save_trainable_only, answer)
+
+
+# ----- 01.3 wrong
+
+
+def scope_default_graph(sess, scope, prefix):
+    mapping = {v.op.name[len(scope) + 1:]: v for v in V1.global_variables(scope + "/")}
+    return V1.train.Saver(mapping).save(sess, prefix)
+
+
+def scope_default_graph_collection(sess, scope, prefix):
+    mapping = {v.op.name.removeprefix(scope + "/"): v for v in V1.get_collection("variables", scope + "/")}
+    return V1.train.Saver(mapping).save(sess, prefix)
+
+
+def scope_default_graph_lstrip(sess, scope, prefix):
+    mapping = {v.op.name.lstrip(scope + "/"): v for v in V1.global_variables(scope + "/")}
+    return V1.train.Saver(mapping).save(sess, prefix)
+
+
+def scope_trainable_only_own_graph(sess, scope, prefix):
+    with sess.graph.as_default():
+        mapping = {v.op.name.removeprefix(scope + "/"): v for v in V1.trainable_variables(scope + "/")}
+        return V1.train.Saver(mapping).save(sess, prefix)
+
+
+def scope_no_slash_own_graph(sess, scope, prefix):
+    with sess.graph.as_default():
+        mapping = {v.op.name.split("/", 1)[1]: v for v in V1.global_variables(scope)}
+        return V1.train.Saver(mapping).save(sess, prefix)
+
+
+def scope_keeps_names_own_graph(sess, scope, prefix):
+    with sess.graph.as_default():
+        return V1.train.Saver(V1.global_variables(scope + "/")).save(sess, prefix)
+
+
+def scope_tensor_names_own_graph(sess, scope, prefix):
+    with sess.graph.as_default():
+        mapping = {v.name.removeprefix(scope + "/"): v for v in V1.global_variables(scope + "/")}
+        return V1.train.Saver(mapping).save(sess, prefix)
+
+
+def scope_fresh_session_own_graph(sess, scope, prefix):
+    with sess.graph.as_default():
+        mapping = {v.op.name.removeprefix(scope + "/"): v for v in V1.global_variables(scope + "/")}
+        saver = V1.train.Saver(mapping)
+        with V1.Session() as fresh:
+            fresh.run(V1.global_variables_initializer())
+            return saver.save(fresh, prefix)
+
+
+@pytest.mark.parametrize("answer", [scope_default_graph, scope_default_graph_collection, scope_default_graph_lstrip,
+                                    scope_trainable_only_own_graph, scope_no_slash_own_graph,
+                                    scope_keeps_names_own_graph, scope_tensor_names_own_graph,
+                                    scope_fresh_session_own_graph], ids=lambda f: f.__name__)
+def test_01_3_answers_that_ignore_the_sessions_graph_or_the_prompt_are_rejected(answer):
+    rejected(ex01.check_save_without_scope, answer)
+
+
+def test_01_3_the_default_graph_gets_the_idea_first_then_the_fix():
+    first, second = stepped(ex01.check_save_without_scope, scope_default_graph)
+    assert "default graph" in first and "section 6" in first
+    assert "with sess.graph.as_default():" in second
+
+
+# ----- 01.3 right
+
+
+def scope_as_default(sess, scope, prefix):
+    with sess.graph.as_default():
+        mapping = {v.op.name.removeprefix(scope + "/"): v for v in V1.global_variables(scope + "/")}
+        return V1.train.Saver(mapping).save(sess, prefix)
+
+
+def scope_collection_of_the_graph(sess, scope, prefix):
+    start = f"{scope}/"
+    mapping = {v.op.name[len(start):]: v for v in sess.graph.get_collection(V1.GraphKeys.GLOBAL_VARIABLES)
+               if v.op.name.startswith(start)}
+    return V1.train.Saver(var_list=mapping).save(sess, prefix, write_meta_graph=False)
+
+
+def scope_regex_in_the_graph(sess, scope, prefix):
+    pattern = re.compile(re.escape(scope) + "/(.*)")
+    mapping = {}
+    for variable in sess.graph.get_collection("variables"):
+        match = pattern.fullmatch(variable.op.name)
+        if match:
+            mapping[match[1]] = variable
+    with sess.graph.as_default():
+        return Path(V1.train.Saver(mapping).save(sess, prefix))
+
+
+@pytest.mark.parametrize("answer", [scope_as_default, scope_collection_of_the_graph, scope_regex_in_the_graph],
+                         ids=lambda f: f.__name__)
+def test_01_3_answers_in_the_sessions_graph_pass(answer):
+    accepted(ex01.check_save_without_scope, answer)
+
+
+# ----- 01.4 wrong
+
+
+def _newest(folder):
+    return os.path.join(folder, os.path.basename(tf.train.get_checkpoint_state(folder).model_checkpoint_path))
+
+
+def moved_default_graph(sess, folder):
+    V1.train.Saver().restore(sess, _newest(folder))
+    return int(sess.run(V1.train.get_global_step()))
+
+
+def moved_default_graph_step_only(sess, folder):
+    with sess.graph.as_default():
+        V1.train.Saver().restore(sess, _newest(folder))
+    return int(sess.run(V1.train.get_global_step()))
+
+
+def moved_default_graph_step_created(sess, folder):
+    with sess.graph.as_default():
+        V1.train.Saver().restore(sess, _newest(folder))
+    return int(sess.run(V1.train.get_or_create_global_step()))
+
+
+def moved_default_graph_initializes(sess, folder):
+    sess.run(V1.global_variables_initializer())
+    with sess.graph.as_default():
+        V1.train.Saver().restore(sess, _newest(folder))
+        return int(sess.run(V1.train.get_global_step()))
+
+
+def moved_own_graph_latest(sess, folder):
+    with sess.graph.as_default():
+        V1.train.Saver().restore(sess, tf.train.latest_checkpoint(folder))
+        return int(sess.run(V1.train.get_global_step()))
+
+
+def moved_own_graph_largest(sess, folder):
+    steps = sorted(int(name.split("-")[1].split(".")[0]) for name in os.listdir(folder) if name.endswith(".index"))
+    with sess.graph.as_default():
+        V1.train.Saver().restore(sess, os.path.join(folder, f"run-{steps[-1]}"))
+        return steps[-1]
+
+
+def moved_own_graph_numpy_step(sess, folder):
+    with sess.graph.as_default():
+        V1.train.Saver().restore(sess, _newest(folder))
+        return sess.run(V1.train.get_global_step())
+
+
+def moved_own_graph_step_from_name(sess, folder):
+    newest = _newest(folder)
+    with sess.graph.as_default():
+        V1.train.Saver(V1.trainable_variables()).restore(sess, newest)
+    return int(newest.rsplit("-", 1)[1])
+
+
+@pytest.mark.parametrize("answer", [moved_default_graph, moved_default_graph_step_only, moved_default_graph_step_created,
+                                    moved_default_graph_initializes, moved_own_graph_latest, moved_own_graph_largest,
+                                    moved_own_graph_numpy_step, moved_own_graph_step_from_name],
+                         ids=lambda f: f.__name__)
+def test_01_4_answers_that_ignore_the_sessions_graph_or_the_prompt_are_rejected(answer):
+    rejected(ex01.check_restore_moved, answer)
+
+
+def test_01_4_the_default_graph_gets_the_idea_first_then_the_fix():
+    first, second = stepped(ex01.check_restore_moved, moved_default_graph)
+    assert "default graph" in first and "section 4" in first
+    assert "with sess.graph.as_default():" in second
+
+
+# ----- 01.4 right
+
+
+def moved_as_default(sess, folder):
+    with sess.graph.as_default():
+        V1.train.Saver().restore(sess, _newest(folder))
+        return int(sess.run(V1.train.get_global_step()))
+
+
+def moved_collections_of_the_graph(sess, folder):
+    variables = sess.graph.get_collection(V1.GraphKeys.GLOBAL_VARIABLES)
+    V1.train.Saver(variables).restore(sess, _newest(folder))
+    (step,) = sess.graph.get_collection(V1.GraphKeys.GLOBAL_STEP)
+    return int(sess.run(step))
+
+
+def moved_global_step_of_the_graph(sess, folder):
+    with sess.graph.as_default():
+        saver = V1.train.Saver()
+    saver.restore(sess, Path(_newest(folder)).as_posix())
+    return int(V1.train.global_step(sess, V1.train.get_global_step(sess.graph)))
+
+
+@pytest.mark.parametrize("answer", [moved_as_default, moved_collections_of_the_graph, moved_global_step_of_the_graph],
+                         ids=lambda f: f.__name__)
+def test_01_4_answers_in_the_sessions_graph_pass(answer):
+    accepted(ex01.check_restore_moved, answer)

@@ -1001,3 +1001,14 @@ def test_02_4_prompt_only_wrong_answers_get_their_hints(answer, hint):
 ], HOLES))
 def test_02_4_prompt_only_right_answers_pass(answer):
     accepted(ex02.check_head_on_frozen_copy, answer)
+
+
+# ===========================================================================
+# Hints in steps: each test starts from the first step (helpers.checks.Hint)
+
+from helpers.checks import forget_hints  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _first_hints():
+    forget_hints()

@@ -540,13 +540,14 @@ def vote_one_hot_sum(probabilities):
 @pytest.mark.parametrize("answer", cases([
     vote_mean_probability, vote_bincount_smallest, vote_tie_by_max_probability, vote_tie_over_all_classes,
     vote_returns_list, vote_float_labels, vote_squeezed, vote_tie_largest_label, vote_tie_mean_over_voters,
-    vote_returns_tensor,
 ], HOLES))
 def test_03_1_prompt_only_wrong_answers_are_rejected(answer):
     rejects(ex03.check_vote, answer, may_raise=answer in (vote_squeezed,))
 
 
-@pytest.mark.parametrize("answer", cases([vote_lexsort, vote_pure_python, vote_one_hot_sum], HOLES))
+# A tensor of integer labels, as TensorFlow ops give it, holds the answer (issue 33): accepted.
+@pytest.mark.parametrize("answer", cases([vote_lexsort, vote_pure_python, vote_one_hot_sum, vote_returns_tensor],
+                                         HOLES))
 def test_03_1_prompt_only_right_answers_pass(answer):
     passes(ex03.check_vote, answer)
 
@@ -1086,3 +1087,223 @@ def test_03_4_prompt_only_former_holes_get_their_hints(answer, hint):
 ], HOLES))
 def test_03_4_prompt_only_right_answers_pass(answer):
     accepted(ex03.check_ensemble_forward, answer)
+
+
+# ===========================================================================
+# Hints in steps: each test starts from the first step (helpers.checks.Hint)
+
+from helpers.checks import forget_hints  # noqa: E402
+from tests.attack_harness import accepted, rejected, stepped  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _first_hints():
+    forget_hints()
+
+
+# ----- 03.1 built from TensorFlow ops (issue 33: a correct one was rejected), written from the prompt alone
+
+
+def _tf_counts(probabilities):
+    p = tf.constant(probabilities)
+    labels = tf.argmax(p, axis=-1)  # [members, batch]
+    return p, tf.reduce_sum(tf.one_hot(labels, p.shape[-1]), axis=0)  # [batch, classes]
+
+
+def vote_tf_soft(probabilities):
+    return tf.argmax(tf.reduce_mean(tf.constant(probabilities), axis=0), axis=-1).numpy()
+
+
+def vote_tf_counts_only(probabilities):
+    return tf.argmax(_tf_counts(probabilities)[1], axis=-1).numpy()
+
+
+def vote_tf_tie_by_max(probabilities):
+    p, counts = _tf_counts(probabilities)
+    top = counts == tf.reduce_max(counts, axis=1, keepdims=True)
+    return tf.argmax(tf.where(top, tf.reduce_max(p, axis=0), -1.0), axis=1).numpy()
+
+
+def vote_tf_float_labels(probabilities):
+    p, counts = _tf_counts(probabilities)
+    return tf.cast(tf.argmax(counts + tf.reduce_mean(p, axis=0), axis=1), tf.float32).numpy()
+
+
+def vote_tf_keepdims(probabilities):
+    p, counts = _tf_counts(probabilities)
+    return tf.argmax(counts + tf.reduce_mean(p, axis=0), axis=1)[:, None].numpy()
+
+
+def vote_tf_over_batch(probabilities):
+    p = tf.constant(probabilities)
+    counts = tf.reduce_sum(tf.one_hot(tf.argmax(p, axis=-1), p.shape[-1]), axis=1)  # summed over the batch
+    return tf.argmax(counts, axis=-1).numpy()
+
+
+def vote_tf_members_axis(probabilities):
+    p = tf.constant(probabilities)
+    return tf.argmax(tf.reduce_max(p, axis=-1), axis=0).numpy() * 0 + tf.argmax(p[0], axis=-1).numpy()
+
+
+def vote_tf_tie_by_sum_of_winners(probabilities):
+    p = tf.constant(probabilities)
+    winners = tf.one_hot(tf.argmax(p, axis=-1), p.shape[-1])  # mean only over the members that voted for it
+    confidence = tf.reduce_sum(winners * p, axis=0)
+    counts = tf.reduce_sum(winners, axis=0)
+    top = counts == tf.reduce_max(counts, axis=1, keepdims=True)
+    return tf.argmax(tf.where(top, confidence, -1.0), axis=1).numpy()
+
+
+@pytest.mark.parametrize("answer", [vote_tf_soft, vote_tf_counts_only, vote_tf_tie_by_max, vote_tf_float_labels,
+                                    vote_tf_keepdims, vote_tf_over_batch, vote_tf_members_axis,
+                                    vote_tf_tie_by_sum_of_winners], ids=lambda f: f.__name__)
+def test_03_1_wrong_answers_built_from_tensorflow_ops_are_rejected(answer):
+    rejected(ex03.check_vote, answer)
+
+
+def vote_tf_eager(probabilities):
+    p, counts = _tf_counts(probabilities)
+    top = counts == tf.reduce_max(counts, axis=1, keepdims=True)
+    return tf.argmax(tf.where(top, tf.reduce_mean(p, axis=0), -1.0), axis=1).numpy()
+
+
+def vote_tf_count_plus_mean(probabilities):
+    # A count difference is at least 1; a mean difference is below 1: the sum ranks by votes, then mean.
+    p, counts = _tf_counts(probabilities)
+    return tf.argmax(counts + tf.reduce_mean(p, axis=0), axis=1, output_type=tf.int32)
+
+
+def vote_tf_graph_mode(probabilities):
+    with tf.Graph().as_default():
+        given = V1.placeholder(tf.float32, [None, None, None])
+        labels = tf.argmax(given, axis=-1)
+        counts = tf.reduce_sum(tf.one_hot(labels, tf.shape(given)[-1]), axis=0)
+        top = tf.equal(counts, tf.reduce_max(counts, axis=1, keepdims=True))
+        mean = tf.reduce_mean(given, axis=0)
+        vote = tf.argmax(tf.where(top, mean, -tf.ones_like(mean)), axis=1)
+        with V1.Session() as sess:
+            return sess.run(vote, {given: probabilities})
+
+
+@pytest.mark.parametrize("answer", [vote_tf_eager, vote_tf_count_plus_mean, vote_tf_graph_mode],
+                         ids=lambda f: f.__name__)
+def test_03_1_right_answers_built_from_tensorflow_ops_pass(answer):
+    accepted(ex03.check_vote, answer)
+
+
+# ----- 03.2 hints in steps (issue 34), answers written from the prompt alone
+
+
+def _members(build_net, ckpt_paths, x, mapping_of, start=1, scope=None):
+    outputs = []
+    for k, path in enumerate(ckpt_paths, start=start):
+        with (scope or V1.variable_scope)(f"member_{k}"):
+            outputs.append(build_net(x))
+        V1.train.init_from_checkpoint(path, mapping_of(k))
+    return outputs
+
+
+def ens_reversed_map(build_net, ckpt_paths, x, ckpt_scope):
+    return _members(build_net, ckpt_paths, x, lambda k: {f"member_{k}/": f"{ckpt_scope}/"})
+
+
+def ens_tower_hard_coded(build_net, ckpt_paths, x, ckpt_scope):
+    return _members(build_net, ckpt_paths, x, lambda k: {"tower/": f"member_{k}/"})
+
+
+def ens_no_slashes(build_net, ckpt_paths, x, ckpt_scope):
+    return _members(build_net, ckpt_paths, x, lambda k: {ckpt_scope: f"member_{k}"})
+
+
+def ens_from_zero(build_net, ckpt_paths, x, ckpt_scope):
+    return _members(build_net, ckpt_paths, x, lambda k: {f"{ckpt_scope}/": f"member_{k}/"}, start=0)
+
+
+def ens_name_scope(build_net, ckpt_paths, x, ckpt_scope):
+    return _members(build_net, ckpt_paths, x, lambda k: {f"{ckpt_scope}/": f"member_{k}/"}, scope=tf.name_scope)
+
+
+def ens_init_first(build_net, ckpt_paths, x, ckpt_scope):
+    outputs = []
+    for k, path in enumerate(ckpt_paths, start=1):
+        V1.train.init_from_checkpoint(path, {f"{ckpt_scope}/": f"member_{k}/"})
+        with V1.variable_scope(f"member_{k}"):
+            outputs.append(build_net(x))
+    return outputs
+
+
+def ens_trainable_only(build_net, ckpt_paths, x, ckpt_scope):
+    outputs = []
+    for k, path in enumerate(ckpt_paths, start=1):
+        with V1.variable_scope(f"member_{k}"):
+            outputs.append(build_net(x))
+        mapping = {f"{ckpt_scope}/{v.op.name.split('/', 1)[1]}": v for v in V1.trainable_variables(f"member_{k}/")}
+        V1.train.init_from_checkpoint(path, mapping)
+    return outputs
+
+
+def ens_first_checkpoint_for_all(build_net, ckpt_paths, x, ckpt_scope):
+    return _members(build_net, [ckpt_paths[0]] * len(ckpt_paths), x, lambda k: {f"{ckpt_scope}/": f"member_{k}/"})
+
+
+def ens_restores_in_a_session(build_net, ckpt_paths, x, ckpt_scope):
+    outputs = []
+    for k, path in enumerate(ckpt_paths, start=1):
+        with V1.variable_scope(f"member_{k}"):
+            outputs.append(build_net(x))
+    return outputs  # "loads" them later with a Saver the check never runs
+
+
+@pytest.mark.parametrize("answer", [ens_reversed_map, ens_tower_hard_coded, ens_no_slashes, ens_from_zero,
+                                    ens_name_scope, ens_init_first, ens_trainable_only, ens_first_checkpoint_for_all,
+                                    ens_restores_in_a_session], ids=lambda f: f.__name__)
+def test_03_2_wrong_answers_get_a_hint(answer):
+    rejected(ex03.check_build_ensemble, answer)
+
+
+@pytest.mark.parametrize("answer, fix", [
+    (ens_reversed_map, "the keys are the checkpoint's names"),
+    (ens_tower_hard_coded, "map f'{ckpt_scope}/'"),
+    (ens_first_checkpoint_for_all, "of checkpoint k into 'member_k/'"),
+    (ens_restores_in_a_session, "init_from_checkpoint(path, {f'{ckpt_scope}/': f'member_{k}/'})"),
+], ids=["direction", "scope", "member", "nothing"])
+def test_03_2_the_first_hint_gives_the_idea_and_the_section_not_the_code(answer, fix):
+    first, second = stepped(ex03.check_build_ensemble, answer)
+    assert "section 3" in first and "f'member_{k}/'" not in first and fix not in first, first
+    assert fix in second, second
+
+
+def ens_per_variable(build_net, ckpt_paths, x, ckpt_scope):
+    outputs = []
+    for k, path in enumerate(ckpt_paths, start=1):
+        with V1.variable_scope(f"member_{k}") as scope:
+            outputs.append(build_net(x))
+        mapping = {f"{ckpt_scope}/{v.op.name[len(scope.name) + 1:]}": v for v in V1.global_variables(scope.name + "/")}
+        V1.train.init_from_checkpoint(path, mapping)
+    return outputs
+
+
+def ens_names_as_strings(build_net, ckpt_paths, x, ckpt_scope):
+    outputs = []
+    for k, path in enumerate(ckpt_paths, start=1):
+        with V1.variable_scope(f"member_{k}"):
+            outputs.append(build_net(x))
+        names = [v.op.name.split("/", 1)[1] for v in V1.global_variables(f"member_{k}/")]
+        V1.train.init_from_checkpoint(path, {f"{ckpt_scope}/{n}": f"member_{k}/{n}" for n in names})
+    return outputs
+
+
+def ens_build_all_then_map(build_net, ckpt_paths, x, ckpt_scope):
+    outputs = []
+    for k in range(1, len(ckpt_paths) + 1):
+        with V1.variable_scope("member_%d" % k):
+            outputs.append(build_net(x))
+    for k, path in zip(range(1, len(ckpt_paths) + 1), ckpt_paths):
+        V1.train.init_from_checkpoint(path, {ckpt_scope + "/": "member_%d/" % k})
+    return tuple(outputs)
+
+
+@pytest.mark.parametrize("answer", [ens_per_variable, ens_names_as_strings, ens_build_all_then_map],
+                         ids=lambda f: f.__name__)
+def test_03_2_right_answers_written_otherwise_pass(answer):
+    accepted(ex03.check_build_ensemble, answer)

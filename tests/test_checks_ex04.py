@@ -649,3 +649,14 @@ def test_04_3_prompt_only_wrong_answers_are_rejected(answer):
                                           trained_through_a_checkpoint], HOLES))
 def test_04_3_prompt_only_right_answers_pass(answer):
     passes(ex04.check_clone_trained, answer)
+
+
+# ===========================================================================
+# Hints in steps: each test starts from the first step (helpers.checks.Hint)
+
+from helpers.checks import forget_hints  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _first_hints():
+    forget_hints()

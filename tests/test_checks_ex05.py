@@ -662,3 +662,104 @@ def test_05_4_prompt_only_wrong_answers_are_rejected(answer):
                                          HOLES))
 def test_05_4_prompt_only_right_answers_pass(answer):
     passes(ex05.check_make_hard_sync, answer)
+
+
+# ===========================================================================
+# Hints in steps: each test starts from the first step (helpers.checks.Hint)
+
+from helpers.checks import forget_hints  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _first_hints():
+    forget_hints()
+from tests.attack_harness import accepted, rejected, stepped  # noqa: E402
+
+
+# ----- 05.4 the current value, not the initial one (issue 33), answers written from the prompt alone
+
+
+def _relative(scope):
+    prefix = scope + "/"
+    return {v.op.name[len(prefix):]: v for v in V1.global_variables(prefix)}
+
+
+def sync_initial_value(src_scope, dst_scope):
+    src, dst = _relative(src_scope), _relative(dst_scope)
+    return tf.group(*[dst[name].assign(src[name].initial_value) for name in src])
+
+
+def sync_initial_value_of_trainables(src_scope, dst_scope):
+    src, dst = _relative(src_scope), _relative(dst_scope)
+    return tf.group(*[dst[name].assign(src[name].initial_value if src[name].trainable else src[name])
+                      for name in src])
+
+
+def sync_initializer_inputs(src_scope, dst_scope):
+    src, dst = _relative(src_scope), _relative(dst_scope)
+    return tf.group(*[dst[name].assign(src[name].initializer.inputs[1]) for name in src])
+
+
+def sync_by_position(src_scope, dst_scope):
+    pairs = zip(V1.global_variables(src_scope + "/"), V1.global_variables(dst_scope + "/"))
+    return tf.group(*[d.assign(s) for s, d in pairs if d.shape == s.shape])
+
+
+def sync_by_last_name(src_scope, dst_scope):
+    dst = {v.op.name.split("/")[-1]: v for v in V1.global_variables(dst_scope + "/")}
+    return tf.group(*[dst[v.op.name.split("/")[-1]].assign(v) for v in V1.global_variables(src_scope + "/")])
+
+
+def sync_trainable_only(src_scope, dst_scope):
+    src = {v.op.name[len(src_scope) + 1:]: v for v in V1.trainable_variables(src_scope + "/")}
+    dst = _relative(dst_scope)
+    return tf.group(*[dst[name].assign(value) for name, value in src.items()])
+
+
+def sync_wrong_way(src_scope, dst_scope):
+    src, dst = _relative(src_scope), _relative(dst_scope)
+    return tf.group(*[src[name].assign(dst[name]) for name in src])
+
+
+def sync_returns_list(src_scope, dst_scope):
+    src, dst = _relative(src_scope), _relative(dst_scope)
+    return [dst[name].assign(src[name]) for name in src]
+
+
+@pytest.mark.parametrize("answer", [sync_initial_value, sync_initial_value_of_trainables, sync_initializer_inputs,
+                                    sync_by_position, sync_by_last_name, sync_trainable_only, sync_wrong_way,
+                                    sync_returns_list], ids=lambda f: f.__name__)
+def test_05_4_wrong_answers_get_a_hint(answer):
+    rejected(ex05.check_make_hard_sync, answer)
+
+
+def test_05_4_an_initial_value_gets_the_idea_first_then_the_fix():
+    first, second = stepped(ex05.check_make_hard_sync, sync_initial_value)
+    assert "initial value" in first and "section 5" in first and "dst.assign(src)" not in first
+    assert "dst.assign(src)" in second
+
+
+def sync_read_value(src_scope, dst_scope):
+    src, dst = _relative(src_scope), _relative(dst_scope)
+    return tf.group(*[dst[name].assign(src[name].read_value()) for name in sorted(src)], name="hard_sync")
+
+
+def sync_compat_assign(src_scope, dst_scope):
+    graph = V1.get_default_graph()
+    variables = graph.get_collection(V1.GraphKeys.GLOBAL_VARIABLES)
+    src = {v.op.name.removeprefix(src_scope + "/"): v for v in variables if v.op.name.startswith(src_scope + "/")}
+    dst = {v.op.name.removeprefix(dst_scope + "/"): v for v in variables if v.op.name.startswith(dst_scope + "/")}
+    return tf.group(*[V1.assign(dst[name], tf.identity(src[name])) for name in src])
+
+
+def sync_reads_all_first(src_scope, dst_scope):
+    src, dst = _relative(src_scope), _relative(dst_scope)
+    values = {name: variable.value() for name, variable in src.items()}
+    with tf.control_dependencies(list(values.values())):
+        return tf.group(*[dst[name].assign(value) for name, value in values.items()])
+
+
+@pytest.mark.parametrize("answer", [sync_read_value, sync_compat_assign, sync_reads_all_first],
+                         ids=lambda f: f.__name__)
+def test_05_4_right_answers_written_otherwise_pass(answer):
+    accepted(ex05.check_make_hard_sync, answer)

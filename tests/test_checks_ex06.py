@@ -170,9 +170,9 @@ def test_restore_for_inference_accepts_correct_answers(capsys):
 @pytest.mark.parametrize(
     "answer, hint",
     [
-        (restore_for_inference_consumed, "not assert_consumed"),
+        (restore_for_inference_consumed, "Which assertion allows those"),
         (restore_for_inference_unchecked, "accepted silently"),
-        (restore_for_inference_nontrivial, "save counter alone"),
+        (restore_for_inference_nontrivial, "accepted silently"),
         (restore_for_inference_wrong_edge, "does not hold the saved values"),
         (restore_for_inference_new_model, "call make_model\\(\\) once and return that model"),
         (lambda path, make: make(), "does not hold the saved values"),
@@ -692,3 +692,259 @@ def test_06_3_prompt_only_wrong_answers_are_rejected(answer):
 @pytest.mark.parametrize("answer", cases([hidden_deferred, hidden_by_keys, hidden_module_path], HOLES))
 def test_06_3_prompt_only_right_answers_pass(answer):
     passes(ex06.check_restore_hidden_layer, answer)
+
+
+# ===========================================================================
+# Hints in steps: each test starts from the first step (helpers.checks.Hint)
+
+from helpers.checks import forget_hints  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _first_hints():
+    forget_hints()
+from tests.attack_harness import accepted, rejected, stepped  # noqa: E402
+
+
+# ----- 06.1 hints in steps (issue 34), answers written from the prompt alone
+
+
+def keep_by_file_name(step_fn, checkpoint, directory, steps, keep):
+    for _ in range(steps):
+        step_fn()
+        checkpoint.save(os.path.join(directory, "ckpt"))
+        prefixes = sorted({name.split(".")[0] for name in os.listdir(directory) if name.startswith("ckpt-")})
+        for old in prefixes[:-keep]:
+            for name in os.listdir(directory):
+                if name.split(".")[0] == old:
+                    os.remove(os.path.join(directory, name))
+    return tf.train.latest_checkpoint(directory)
+
+
+def keep_one_too_many(step_fn, checkpoint, directory, steps, keep):
+    manager = tf.train.CheckpointManager(checkpoint, directory, max_to_keep=keep + 1)
+    for _ in range(steps):
+        step_fn()
+        manager.save()
+    return manager.latest_checkpoint
+
+
+def keep_all(step_fn, checkpoint, directory, steps, keep):
+    manager = tf.train.CheckpointManager(checkpoint, directory, max_to_keep=None)
+    for _ in range(steps):
+        step_fn()
+        manager.save()
+    return manager.latest_checkpoint
+
+
+def keep_returns_directory(step_fn, checkpoint, directory, steps, keep):
+    manager = tf.train.CheckpointManager(checkpoint, directory, max_to_keep=keep)
+    for _ in range(steps):
+        step_fn()
+        manager.save()
+    return directory
+
+
+def keep_returns_oldest_kept(step_fn, checkpoint, directory, steps, keep):
+    manager = tf.train.CheckpointManager(checkpoint, directory, max_to_keep=keep)
+    for _ in range(steps):
+        step_fn()
+        manager.save()
+    return manager.checkpoints[0]
+
+
+def keep_every_other_step(step_fn, checkpoint, directory, steps, keep):
+    manager = tf.train.CheckpointManager(checkpoint, directory, max_to_keep=keep)
+    for step in range(steps):
+        step_fn()
+        if step % 2 or step == steps - 1:
+            manager.save()
+    return manager.latest_checkpoint
+
+
+def keep_with_write(step_fn, checkpoint, directory, steps, keep):
+    path = None
+    for _ in range(steps):
+        step_fn()
+        path = checkpoint.write(os.path.join(directory, "ckpt"))
+    return path
+
+
+def keep_save_first(step_fn, checkpoint, directory, steps, keep):
+    manager = tf.train.CheckpointManager(checkpoint, directory, max_to_keep=keep)
+    for _ in range(steps):
+        manager.save()
+        step_fn()
+    return manager.latest_checkpoint
+
+
+def keep_first_save_path(step_fn, checkpoint, directory, steps, keep):
+    manager = tf.train.CheckpointManager(checkpoint, directory, max_to_keep=keep)
+    paths = []
+    for _ in range(steps):
+        step_fn()
+        paths.append(manager.save())
+    return paths[-keep]
+
+
+@pytest.mark.parametrize("answer", [keep_by_file_name, keep_one_too_many, keep_all, keep_returns_directory,
+                                    keep_returns_oldest_kept, keep_every_other_step, keep_with_write,
+                                    keep_save_first, keep_first_save_path], ids=lambda f: f.__name__)
+def test_06_1_wrong_answers_get_a_hint(answer):
+    rejected(ex06.check_train_and_keep, answer)
+
+
+@pytest.mark.parametrize("answer, fix", [
+    (keep_by_file_name, "by step number, not by file name"),
+    (keep_one_too_many, "max_to_keep=keep"),
+    (keep_returns_oldest_kept, "manager.latest_checkpoint"),
+], ids=["by name", "count", "latest"])
+def test_06_1_the_first_hint_names_the_idea_and_the_section_a_repeat_the_fix(answer, fix):
+    first, second = stepped(ex06.check_train_and_keep, answer)
+    assert "section 6" in first.lower() and fix not in first
+    assert fix in second
+
+
+def keep_manual_by_step(step_fn, checkpoint, directory, steps, keep):
+    saved = []
+    for _ in range(steps):
+        step_fn()
+        saved.append(checkpoint.save(os.path.join(directory, "ckpt")))
+        while len(saved) > keep:
+            old = saved.pop(0)
+            for name in os.listdir(directory):
+                if name.startswith(os.path.basename(old) + "."):
+                    os.remove(os.path.join(directory, name))
+    return saved[-1]
+
+
+def keep_returns_last_save(step_fn, checkpoint, directory, steps, keep):
+    manager = tf.train.CheckpointManager(checkpoint, directory=directory, max_to_keep=keep,
+                                         checkpoint_name="step")
+    path = None
+    for _ in range(steps):
+        step_fn()
+        path = manager.save()
+    return path
+
+
+def keep_returns_a_path_object(step_fn, checkpoint, directory, steps, keep):
+    manager = tf.train.CheckpointManager(checkpoint, directory, keep)
+    for _ in range(steps):
+        step_fn()
+        manager.save(checkpoint_number=checkpoint.save_counter + 1)
+    return Path(directory) / os.path.basename(manager.latest_checkpoint)
+
+
+@pytest.mark.parametrize("answer", [keep_manual_by_step, keep_returns_last_save, keep_returns_a_path_object],
+                         ids=lambda f: f.__name__)
+def test_06_1_right_answers_written_otherwise_pass(answer):
+    accepted(ex06.check_train_and_keep, answer)
+
+
+# ----- 06.2 hints in steps (issue 34), answers written from the prompt alone
+
+
+def infer_consumed(ckpt_path, make_model):
+    model = make_model()
+    tf.train.Checkpoint(model=model).restore(ckpt_path).assert_consumed()
+    return model
+
+
+def infer_expect_partial_only(ckpt_path, make_model):
+    model = make_model()
+    tf.train.Checkpoint(model=model).restore(ckpt_path).expect_partial()
+    return model
+
+
+def infer_nontrivial(ckpt_path, make_model):
+    model = make_model()
+    tf.train.Checkpoint(model=model).restore(ckpt_path).assert_nontrivial_match().expect_partial()
+    return model
+
+
+def infer_root_is_the_model(ckpt_path, make_model):
+    model = make_model()
+    tf.train.Checkpoint(root=model).restore(ckpt_path).expect_partial()
+    return model
+
+
+def infer_with_a_fresh_optimizer_consumed(ckpt_path, make_model):
+    model = make_model()
+    tf.train.Checkpoint(model=model, optimizer=keras.optimizers.Adam()).restore(ckpt_path).assert_consumed()
+    return model
+
+
+def infer_twice(ckpt_path, make_model):
+    tf.train.Checkpoint(model=make_model()).restore(ckpt_path).assert_existing_objects_matched().expect_partial()
+    return make_model()
+
+
+def infer_swallows_the_assertion(ckpt_path, make_model):
+    model = make_model()
+    status = tf.train.Checkpoint(model=model).restore(ckpt_path)
+    try:
+        status.assert_existing_objects_matched()
+    except AssertionError:
+        pass
+    status.expect_partial()
+    return model
+
+
+def infer_assertion_before_restore(ckpt_path, make_model):
+    model = make_model()
+    checkpoint = tf.train.Checkpoint(model=model)
+    checkpoint.restore(ckpt_path).expect_partial()
+    checkpoint.restore(ckpt_path).assert_nontrivial_match()
+    return model
+
+
+@pytest.mark.parametrize("answer", [infer_consumed, infer_expect_partial_only, infer_nontrivial,
+                                    infer_root_is_the_model, infer_with_a_fresh_optimizer_consumed, infer_twice,
+                                    infer_swallows_the_assertion, infer_assertion_before_restore],
+                         ids=lambda f: f.__name__)
+def test_06_2_wrong_answers_get_a_hint(answer):
+    rejected(ex06.check_restore_for_inference, answer)
+
+
+@pytest.mark.parametrize("answer, fix", [
+    (infer_consumed, "assert_existing_objects_matched()"),
+    (infer_expect_partial_only, "assert_existing_objects_matched()"),
+    (infer_root_is_the_model, "tf.train.Checkpoint(model=model)"),
+], ids=["consumed", "silent", "edge"])
+def test_06_2_the_first_hint_names_the_idea_and_the_section_a_repeat_the_fix(answer, fix):
+    first, second = stepped(ex06.check_restore_for_inference, answer)
+    assert "section" in first and fix not in first
+    assert fix in second
+
+
+def infer_read(ckpt_path, make_model):
+    model = make_model()
+    tf.train.Checkpoint(model=model).read(os.fspath(ckpt_path)).assert_existing_objects_matched().expect_partial()
+    return model
+
+
+def infer_matched_without_expect_partial(ckpt_path, make_model):
+    model = make_model()
+    status = tf.train.Checkpoint(model=model).restore(ckpt_path)
+    status.assert_existing_objects_matched()
+    return model
+
+
+def infer_expect_partial_first(ckpt_path, make_model):
+    model = make_model()
+    status = tf.train.Checkpoint(model=model).restore(ckpt_path)
+    status.expect_partial()
+    status.assert_existing_objects_matched()
+    return model
+
+
+@pytest.mark.parametrize("answer", [infer_read, infer_matched_without_expect_partial, infer_expect_partial_first],
+                         ids=lambda f: f.__name__)
+def test_06_2_right_answers_written_otherwise_pass(answer):
+    accepted(ex06.check_restore_for_inference, answer)
+
+
+def test_06_3_the_hint_quoting_tensorflow_fits_300_characters_with_its_prefix():
+    hint = rejected(ex06.check_restore_hidden_layer, restore_hidden_layer_asserting_everything)
+    assert len(hint) <= 300 and "TensorFlow: " in hint and hint.endswith("…"), hint

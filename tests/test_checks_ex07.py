@@ -678,3 +678,14 @@ def test_07_3_prompt_only_wrong_answers_are_rejected(answer):
 @pytest.mark.parametrize("answer", cases([load_with_own_exception, load_with_helpers, load_by_reader], HOLES))
 def test_07_3_prompt_only_right_answers_pass(answer):
     passes(ex07.check_load_any, answer)
+
+
+# ===========================================================================
+# Hints in steps: each test starts from the first step (helpers.checks.Hint)
+
+from helpers.checks import forget_hints  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _first_hints():
+    forget_hints()

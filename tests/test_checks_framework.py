@@ -292,3 +292,263 @@ def test_a_compiled_extension_frame_is_not_blamed_on_the_learner():
         check_double(load)
     assert "in load(), at this line:" in str(caught.value)
     assert "h5f" not in str(caught.value).split("\n")[0]
+
+
+# --------------------------------------------------------------------------- hints in steps (issue 34)
+
+from helpers.checks import Hint, forget_hints, quote  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _fresh_hints():
+    forget_hints()
+    yield
+    forget_hints()
+
+
+_SAVER_HINT = Hint("the Saver saves the variables of the graph it is built in (section 3, \"Graphs\")",
+                   "build the Saver inside `with sess.graph.as_default():`")
+
+
+@exercise_check("99.7")
+def check_steps(answer) -> str:
+    require(answer != "graph", _SAVER_HINT)
+    require(answer != "other", Hint("another idea (section 4, \"Other\")", "the other fix"))
+    require(answer != "plain", "a one-step hint")
+    return "fine"
+
+
+def _hint(check, answer) -> str:
+    with pytest.raises(CheckFailed) as caught:
+        check(answer)
+    return str(caught.value)
+
+
+def test_a_first_failure_names_the_idea_and_a_repeated_one_gives_the_fix():
+    first = _hint(check_steps, "graph")
+    assert first == "Exercise 99.7: the Saver saves the variables of the graph it is built in (section 3, \"Graphs\")"
+    assert "with sess.graph.as_default()" not in first
+    assert _hint(check_steps, "graph") == "Exercise 99.7: build the Saver inside `with sess.graph.as_default():`"
+    assert _hint(check_steps, "graph") == "Exercise 99.7: build the Saver inside `with sess.graph.as_default():`"
+
+
+def test_each_kind_of_failure_and_each_exercise_counts_on_its_own():
+    assert "section 3" in _hint(check_steps, "graph")
+    assert "section 4" in _hint(check_steps, "other")  # another kind: its own first step
+    assert "the other fix" in _hint(check_steps, "other")
+
+    @exercise_check("99.8")
+    def check_same_hint(answer) -> str:
+        require(False, _SAVER_HINT)
+        return "never"
+
+    assert "section 3" in _hint(check_same_hint, None)  # the same hint in another exercise starts over
+    assert _hint(check_steps, "plain") == "Exercise 99.7: a one-step hint"
+    assert _hint(check_steps, "plain") == "Exercise 99.7: a one-step hint"
+
+
+def test_a_pass_in_between_does_not_hide_that_the_mistake_came_back():
+    assert "section 3" in _hint(check_steps, "graph")
+    check_steps("right")
+    assert "sess.graph.as_default()" in _hint(check_steps, "graph")
+
+
+def test_forget_hints_starts_over_and_kind_names_a_kind_across_texts():
+    assert "section 3" in _hint(check_steps, "graph")
+    forget_hints()
+    assert "section 3" in _hint(check_steps, "graph")
+
+    @exercise_check("99.9")
+    def check_kinds(answer) -> str:
+        require(False, Hint(f"idea for {answer} (section 1, \"A\")", f"fix for {answer}", kind="naming"))
+        return "never"
+
+    assert _hint(check_kinds, "a").endswith("idea for a (section 1, \"A\")")
+    assert _hint(check_kinds, "b").endswith("fix for b")  # the same kind, whatever its values
+
+
+def test_a_stepped_hint_raised_outside_a_check_reads_as_its_idea():
+    with pytest.raises(CheckFailed) as caught:
+        require(False, _SAVER_HINT)
+    assert str(caught.value) == _SAVER_HINT.idea
+    assert caught.value.hint is _SAVER_HINT
+
+
+def test_quoted_errors_are_cut_at_a_word_boundary_with_an_ellipsis():
+    error = ValueError("Received incompatible tensor with shape (3, 4) when attempting to restore variable\n"
+                       "with shape (4, 4)")
+    quoted = quote(error, 60)
+    assert len(quoted) <= 60 and quoted.endswith("…")
+    assert quoted == "Received incompatible tensor with shape (3, 4) when…"
+    assert quote("short message", 60) == "short message"
+    assert quote("  spaced\n\n   out  ", 60) == "spaced"
+    for limit in range(10, 90):
+        cut = quote(error, limit)
+        assert len(cut) <= limit
+        words = cut.rstrip("…").split()
+        whole = {word.rstrip(",;:") for word in str(error).split()}
+        assert all(word.rstrip(",;:") in whole for word in words), (limit, cut)
+
+
+def test_a_learner_error_hint_quotes_the_library_cut_between_words():
+    message = "Unable to synchronously open file (file signature not found) " + "lorem ipsum " * 40
+
+    def answer(x):
+        raise OSError(message)
+
+    with pytest.raises(LearnerCodeError) as caught:
+        check_double(answer)
+    text = str(caught.value)
+    assert len(text) <= 300, len(text)
+    quoted = [line.strip() for line in text.splitlines() if line.startswith("  ") and "…" in line]
+    assert quoted and all(line.rstrip("…").split()[-1] in message.split() for line in quoted), text
+
+
+@pytest.mark.parametrize("number", ["99.1", "12.10"])
+def test_learner_error_hints_fit_300_characters_with_the_exercise_prefix(number):
+    @exercise_check(number)
+    def check_call(f) -> str:
+        f()
+        return "never"
+
+    def answer():
+        raise ValueError("x" * 40 + " word" * 200)
+
+    with pytest.raises(LearnerCodeError) as caught:
+        check_call(answer)
+    assert str(caught.value).startswith(f"Exercise {number}: ")
+    assert len(str(caught.value)) <= 300
+
+
+# --------------------------------------------------------------------------- "not done" looks different
+
+
+def _not_done() -> ExerciseNotDone:
+    def double(x):
+        raise NotImplementedError()
+
+    with pytest.raises(ExerciseNotDone) as caught:
+        check_double(double)
+    return caught.value
+
+
+def test_not_done_has_a_header_of_its_own_and_no_colour_codes_outside_jupyter():
+    lines = _not_done()._render_traceback_()
+    assert lines[0] == "○ Exercise 99.1 is not done yet"
+    assert not any("\x1b[" in line for line in lines)
+    with pytest.raises(CheckFailed) as caught:
+        check_double(lambda x: x + 1)
+    wrong = caught.value._render_traceback_()
+    assert "\x1b[1;31m✘" in wrong[0] and "○" not in wrong[0]
+
+
+def test_not_done_shows_a_neutral_box_in_a_jupyter_kernel(monkeypatch):
+    import helpers.checks as checks
+
+    shown = []
+
+    class Shell:
+        kernel = object()
+
+    monkeypatch.setattr("IPython.get_ipython", lambda: Shell())
+    monkeypatch.setattr("IPython.display.display", lambda bundle, raw: shown.append(bundle))
+    lines = _not_done()._render_traceback_()
+    (bundle,) = shown
+    assert "exercise-not-done" in bundle["text/html"] and "Exercise 99.1 is not done yet" in bundle["text/html"]
+    assert "#6b7f91" in bundle["text/html"] and "31m" not in bundle["text/html"]
+    assert bundle["text/plain"].startswith("○ Exercise 99.1 is not done yet\nreplace `raise NotImplementedError()`")
+    assert "\x1b[" not in bundle["text/plain"]
+    assert lines == [checks._NOT_DONE_STOP] and "\x1b[" not in lines[0]
+
+
+def test_not_done_in_a_real_kernel_is_a_neutral_box_above_one_plain_line(tmp_path):
+    import nbformat
+    from nbclient import NotebookClient
+
+    notebook = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell(
+            "from helpers.checks import exercise_check, require\n"
+            "@exercise_check('99.5')\n"
+            "def check(f):\n"
+            "    require(f(2) == 4, 'f(2) should be 4')\n"
+            "    return 'f(2) == 4'\n"
+            "def f(x):\n"
+            "    # YOUR CODE HERE\n"
+            "    raise NotImplementedError()"
+        ),
+        nbformat.v4.new_code_cell("check(f)"),
+    ])
+    NotebookClient(notebook, timeout=120, allow_errors=True, resources={"metadata": {"path": str(tmp_path)}}).execute()
+    outputs = notebook.cells[1].outputs
+    assert [output.output_type for output in outputs] == ["display_data", "error"], outputs
+    box, error = outputs
+    assert "Exercise 99.5 is not done yet" in box.data["text/html"]
+    assert "\x1b[" not in box.data["text/plain"]
+    assert error.ename == "ExerciseNotDone"  # "Run all" stops here, and tools/collect_results.py reads it
+    assert error.traceback == ["(stopped here: the exercise above is not done yet)"]
+
+
+# --------------------------------------------------------------------------- every hint of chapters 00-07
+
+import ast  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+CHECKS = Path(__file__).resolve().parent.parent / "helpers" / "checks"
+STATIC_CHAPTERS = [f"ex{number:02d}" for number in range(8)]  # 08-15: tests/attack_harness.py when shown
+
+
+def _literal(node: ast.AST) -> str | None:
+    """A string's text; an f-string's with each field as one character (its shortest)."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.JoinedStr):
+        return "".join(part.value if isinstance(part, ast.Constant) else "…" for part in node.values)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = _literal(node.left), _literal(node.right)
+        return None if left is None and right is None else (left or "…") + (right or "…")
+    return None
+
+
+def hint_texts(module: Path) -> list[tuple[int, str, str]]:
+    """(line, exercise number, text) of each hint written in ``module``: require's, and both steps of a Hint."""
+    tree = ast.parse(module.read_text())
+    found = []
+    for function in ast.walk(tree):
+        if not isinstance(function, ast.FunctionDef):
+            continue
+        number = next((decorator.args[0].value for decorator in function.decorator_list
+                       if isinstance(decorator, ast.Call) and getattr(decorator.func, "id", "") == "exercise_check"),
+                      "NN.N")
+        for node in ast.walk(function):
+            if not isinstance(node, ast.Call):
+                continue
+            name = getattr(node.func, "id", None)
+            texts = []
+            if name == "require" and len(node.args) > 1:
+                texts = [node.args[1]]
+            elif name == "Hint":
+                texts = node.args[:2] + [keyword.value for keyword in node.keywords if keyword.arg in ("idea", "fix")]
+            for text in texts:
+                literal = _literal(text)
+                if literal is not None:
+                    found.append((node.lineno, number, literal))
+    return found
+
+
+@pytest.mark.parametrize("chapter", STATIC_CHAPTERS)
+def test_every_hint_of_the_chapter_fits_300_characters_with_its_prefix(chapter):
+    texts = hint_texts(CHECKS / f"{chapter}.py")
+    assert texts
+    long = [(line, len(f"Exercise {number}: {text}"), text) for line, number, text in texts
+            if len(f"Exercise {number}: {text}") > 300]
+    assert not long, long
+
+
+@pytest.mark.parametrize("chapter", STATIC_CHAPTERS)
+def test_every_first_step_names_where_the_chapter_shows_the_idea(chapter):
+    tree = ast.parse((CHECKS / f"{chapter}.py").read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Hint":
+            idea = node.args[0] if node.args else next(k.value for k in node.keywords if k.arg == "idea")
+            text = _literal(idea)
+            assert text is None or "section" in text.lower(), f"{chapter}.py line {node.lineno}: {text}"

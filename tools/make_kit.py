@@ -121,18 +121,31 @@ def _text(node: ast.AST) -> str | None:
     return None
 
 
+def _hint_text(node: ast.AST) -> str | None:
+    """The mistake a call states: a ``require(condition, "hint")``'s hint, a ``Hint(idea, fix)``'s fix."""
+    if not isinstance(node, ast.Call):
+        return None
+    name = getattr(node.func, "id", None)
+    if name == "require" and len(node.args) > 1:
+        return _text(node.args[1])
+    if name == "Hint":  # a hint in steps: the precise fix says what the mistake was
+        fix = node.args[1] if len(node.args) > 1 else next(
+            (keyword.value for keyword in node.keywords if keyword.arg == "fix"), None)
+        return _text(fix) if fix is not None else None
+    return None
+
+
 def mistakes(check_module: Path) -> list[str]:
     """Each hint the chapter's checks can give, whole, in the order they are written.
 
-    Parts computed when the check runs (an f-string's fields) are shown as "…"; a hint that is
-    nothing but such parts is left out.
+    A hint in steps (``Hint(idea, fix)``) is listed by its precise fix. Parts computed when the
+    check runs (an f-string's fields) are shown as "…"; a hint that is nothing but such parts is
+    left out.
     """
     hints = []
     for node in ast.walk(ast.parse(check_module.read_text())):
-        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "require" and len(node.args) > 1:
-            text = _text(node.args[1])
-            if text is None:
-                continue
+        text = _hint_text(node)
+        if text is not None:
             hint = re.sub(r"\s+", " ", text).strip()
             if len(hint.replace("…", "").strip()) > 15 and hint not in hints:
                 hints.append(hint)

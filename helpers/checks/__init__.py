@@ -12,7 +12,8 @@ A check prints one line when the answer is right. When it is not, it raises
 holds the ``raise NotImplementedError()`` stub, it raises ``ExerciseNotDone``.
 When the learner's own code raises, the hint names the learner's line and the
 likely cause (``LearnerCodeError``). In Jupyter each of these shows as one
-short block (exercise number and hint), not as a traceback of the check.
+short block (exercise number and hint), not as a traceback of the check; "not
+done yet" shows in a neutral box of its own, not the red box of an error.
 
 Writing a check::
 
@@ -20,6 +21,11 @@ Writing a check::
     def check_double(double) -> str:
         require(double(2) == 4, "double(2) should be 4, got {}".format(double(2)))
         return "double(2) == 4"
+
+Hints in steps, as a tutor gives them: ``require(condition, Hint(idea, fix))``
+says ``idea`` (the idea, and the section of the chapter that shows it) the
+first time the learner's answer fails that way, and ``fix`` (the precise fix)
+when the same kind of failure comes back in the same kernel session.
 """
 
 from __future__ import annotations
@@ -33,22 +39,91 @@ import sysconfig
 import tempfile
 import textwrap
 from collections.abc import Callable
+from dataclasses import dataclass
 from types import CodeType, TracebackType
 from typing import Any, TypeVar
 
-__all__ = ["CheckFailed", "ExerciseNotDone", "LearnerCodeError", "exercise_check", "require"]
+__all__ = ["CheckFailed", "ExerciseNotDone", "Hint", "LearnerCodeError", "exercise_check", "forget_hints",
+           "quote", "require"]
 
 Check = TypeVar("Check", bound=Callable[..., Any])
 
 _WIDTH = 96
-_RED_BOLD, _BOLD, _RESET = "\x1b[1;31m", "\x1b[1m", "\x1b[0m"
+_RED_BOLD, _RESET = "\x1b[1;31m", "\x1b[0m"
 _STUB_LINE = "raise NotImplementedError()"
 
 
+@dataclass(frozen=True)
+class Hint:
+    """A hint in two steps: ``idea`` the first time an answer fails this way, ``fix`` when it fails so again.
+
+    ``idea`` names the idea the answer missed and where the chapter shows it (the section's name),
+    without handing over the code; ``fix`` is the precise fix. ``kind`` names the kind of failure
+    (it defaults to ``fix``): the same kind failing again, in the same exercise and kernel
+    session, gets ``fix``. Each text stays within 300 characters with the "Exercise NN.N: " prefix.
+
+    Example:
+        >>> hint = Hint("the Saver saves the default graph's variables (section 5, 'Saving a subset')",
+        ...             "build the Saver inside `with sess.graph.as_default():`")
+        >>> hint.kind == hint.fix
+        True
+    """
+
+    idea: str
+    fix: str
+    kind: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.kind:
+            object.__setattr__(self, "kind", self.fix)
+
+
+# How often each (exercise, kind of failure) has been hinted in this kernel session.
+_HINTS_GIVEN: dict[tuple[str, str], int] = {}
+
+
+def forget_hints() -> None:
+    """Start every stepped hint from its first step again (tests; a new learner on the same kernel).
+
+    Example:
+        >>> forget_hints()
+    """
+    _HINTS_GIVEN.clear()
+
+
+def _step(exercise_id: str, hint: Hint) -> str:
+    """The step of ``hint`` this failure gets: ``idea`` the first time, ``fix`` after that."""
+    key = (exercise_id, hint.kind)
+    _HINTS_GIVEN[key] = _HINTS_GIVEN.get(key, 0) + 1
+    return hint.idea if _HINTS_GIVEN[key] == 1 else hint.fix
+
+
+def quote(text: object, limit: int = 100) -> str:
+    """The first line of ``text`` (an error, or its message) for a hint: at most ``limit`` characters.
+
+    Spaces are collapsed and a longer line is cut at a word boundary, never mid-word, with "…".
+
+    Example:
+        >>> quote(ValueError("Received incompatible tensor with shape (3, 4) when attempting to restore"), 60)
+        'Received incompatible tensor with shape (3, 4) when…'
+    """
+    lines = [line for line in str(text).splitlines() if line.strip()]
+    return _shorten(" ".join(lines[0].split()) if lines else "", limit)
+
+
 class CheckFailed(AssertionError):
-    """The answer to an exercise is not right yet; the message says why."""
+    """The answer to an exercise is not right yet; the message says why.
+
+    Raised with a ``Hint`` (by ``require``), it carries both steps; ``exercise_check`` picks one.
+    """
 
     headline = "is not right yet"
+
+    def __init__(self, *args: object) -> None:
+        self.hint = args[0] if args and isinstance(args[0], Hint) else None
+        if self.hint is not None:
+            args = (self.hint.idea, *args[1:])
+        super().__init__(*args)
 
     def _render_traceback_(self) -> list[str]:
         """What IPython and Jupyter show instead of a traceback: the exercise and the hint."""
@@ -61,19 +136,61 @@ class CheckFailed(AssertionError):
 
 
 class ExerciseNotDone(CheckFailed):
-    """The exercise still holds its ``raise NotImplementedError()`` stub."""
+    """The exercise still holds its ``raise NotImplementedError()`` stub.
+
+    Not an error of the learner's, so it does not look like one: in a Jupyter kernel the
+    message shows in a neutral blue-grey box (HTML, with a plain-text twin without colour
+    codes) and the error block under it, which stops "Run all" there, holds one plain line.
+    Elsewhere (a terminal) it is the message in plain lines, under a "○" header.
+    """
 
     headline = "is not done yet"
 
-    def _render_traceback_(self) -> list[str]:
+    def plain_lines(self) -> list[str]:
+        """The message as a header and wrapped lines, without colour codes."""
         exercise, _, hint = str(self).partition(" is not done yet: ")
-        return [f"{_BOLD}… {exercise} is not done yet{_RESET}", *_wrap(hint)]
+        return [f"○ {exercise} is not done yet", *_wrap(hint)]
+
+    def html(self) -> str:
+        """The message in a neutral box (blue-grey, readable on light and dark themes)."""
+        from html import escape
+
+        header, *lines = self.plain_lines()
+        return (f'<div class="exercise-not-done" style="{_NOT_DONE_STYLE}"><b>{escape(header)}</b><br>'
+                f'{escape(" ".join(lines))}</div>')
+
+    def _render_traceback_(self) -> list[str]:
+        # IPython may ask twice for one error (to show it, and to keep it): one box is shown.
+        if getattr(self, "_shown_rich", False) or _show_rich(
+                {"text/html": self.html(), "text/plain": "\n".join(self.plain_lines())}):
+            self._shown_rich = True
+            return [_NOT_DONE_STOP]
+        return self.plain_lines()
 
 
 class LearnerCodeError(CheckFailed):
     """The learner's code raised an exception while the check ran it; the hint names the line."""
 
     headline = "stopped with an error in your code"
+
+
+_NOT_DONE_STYLE = ("border-left: 4px solid #6b7f91; background: rgba(107, 127, 145, 0.14); padding: 6px 10px; "
+                   "margin: 2px 0; font-family: var(--jp-code-font-family, monospace); line-height: 1.5")
+_NOT_DONE_STOP = "(stopped here: the exercise above is not done yet)"
+
+
+def _show_rich(bundle: dict[str, str]) -> bool:
+    """Display ``bundle`` in the Jupyter front end this runs under; False outside a Jupyter kernel."""
+    try:
+        from IPython import get_ipython
+        from IPython.display import display
+    except ImportError:  # pragma: no cover - IPython is installed with the course
+        return False
+    shell = get_ipython()
+    if shell is None or getattr(shell, "kernel", None) is None:  # plain Python or a terminal IPython
+        return False
+    display(bundle, raw=True)
+    return True
 
 
 def _wrap(text: str) -> list[str]:
@@ -90,11 +207,15 @@ def _wrap(text: str) -> list[str]:
     return lines
 
 
-def require(condition: bool, hint: str) -> None:
+def require(condition: bool, hint: str | Hint) -> None:
     """Fail the current check with ``hint`` unless ``condition`` holds.
+
+    ``hint`` is one text, or a ``Hint`` whose first step (the idea) comes the first time this kind
+    of failure happens and whose second (the precise fix) when it happens again.
 
     Example:
         >>> require(1 + 1 == 2, "arithmetic is broken")
+        >>> require(1 + 1 == 2, Hint("addition: see section 1", "write 1 + 1"))
     """
     __tracebackhide__ = True  # IPython and pytest hide this frame
     if not condition:
@@ -179,8 +300,8 @@ def _is_untouched_stub(error: BaseException) -> bool:
 # Likely causes of the errors learners meet most, from the error's message.
 _CAUSES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"Random ops require a seed"),
-     "a random op in a graph with no graph-level seed: call V1.set_random_seed(seed) inside the "
-     "`with tf.Graph().as_default():` block."),
+     "a random op in a graph without a graph-level seed: call V1.set_random_seed(seed) inside the "
+     "graph's `with` block."),
     (re.compile(r"must feed a value for placeholder"),
      "every placeholder the result depends on needs a value: pass it in feed_dict={placeholder: value}."),
     (re.compile(r"already exists, disallowed|Variable .* already exists"),
@@ -300,7 +421,18 @@ def _clean(text: str) -> str:
 
 
 def _shorten(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: max(limit - 1, 0)].rstrip() + "…"
+    """``text`` cut to at most ``limit`` characters at a word boundary, with "…" where it was cut.
+
+    Example:
+        >>> _shorten("Unable to open file (file signature not found)", 30)
+        'Unable to open file (file…'
+    """
+    if len(text) <= limit:
+        return text
+    cut = text[: max(limit - 1, 0)]
+    if text[len(cut)] != " " and " " in cut:  # the cut falls inside a word: end at the word before
+        cut = cut.rsplit(" ", 1)[0]
+    return cut.rstrip(" ,;:") + "…"
 
 
 def _error_lines(error: BaseException, max_lines: int = 2) -> list[str]:
@@ -312,8 +444,8 @@ def _error_lines(error: BaseException, max_lines: int = 2) -> list[str]:
     return lines[:max_lines] or [type(error).__name__]
 
 
-def _learner_error_hint(error: BaseException, check_code: frozenset[CodeType]) -> str:
-    """What a learner needs to act on an error raised while the check ran their answer (at most 300 characters)."""
+def _learner_error_hint(error: BaseException, check_code: frozenset[CodeType], limit: int = _HINT_MAX) -> str:
+    """What a learner needs to act on an error raised while the check ran their answer (at most ``limit`` characters)."""
     frames = _learner_frames(error.__traceback__, check_code)
     name = type(error).__name__
     if frames:
@@ -329,7 +461,7 @@ def _learner_error_hint(error: BaseException, check_code: frozenset[CodeType]) -
     # gets the room, and the general advice for its type comes only if it still fits.
     specific = _specific_cause(error)
     cause = f"Likely cause: {specific or _likely_cause(error)}"
-    budget = _HINT_MAX - len(head) - 1 - (len(cause) + 1 if specific else 0)
+    budget = limit - len(head) - 1 - (len(cause) + 1 if specific else 0)
     lines, used = [], 0
     for text in _error_lines(error, max_lines=2 if specific else 3):
         room = budget - used - 3  # two spaces of indent and a line break
@@ -338,16 +470,18 @@ def _learner_error_hint(error: BaseException, check_code: frozenset[CodeType]) -
         lines.append("  " + _shorten(text, room))
         used += len(lines[-1]) + 1
     hint = "\n".join([head, *lines, cause])
-    if len(hint) > _HINT_MAX and not specific:
+    if len(hint) > limit and not specific:
         hint = "\n".join([head, *lines])
-    return hint if len(hint) <= _HINT_MAX else _shorten(hint, _HINT_MAX)
+    return hint if len(hint) <= limit else _shorten(hint, limit)
 
 
 def exercise_check(exercise_id: str) -> Callable[[Check], Check]:
     """Turn a function into an exercise check for exercise ``exercise_id``.
 
     The decorated check returns a short summary of what it verified; the
-    wrapper prints it with a tick. Hints are prefixed by the exercise number.
+    wrapper prints it with a tick. Hints are prefixed by the exercise number;
+    a ``Hint`` gives its first step (the idea) the first time, its second
+    (the fix) when the same kind of failure comes back.
     The untouched ``raise NotImplementedError()`` stub becomes
     ``ExerciseNotDone``; any other exception that escapes the check becomes
     ``LearnerCodeError``, naming the learner's line and a likely cause (the
@@ -373,7 +507,8 @@ def exercise_check(exercise_id: str) -> Callable[[Check], Check]:
             except ExerciseNotDone:
                 raise
             except CheckFailed as failure:
-                raise type(failure)(f"Exercise {exercise_id}: {_clean(str(failure))}") from None
+                text = _step(exercise_id, failure.hint) if failure.hint is not None else str(failure)
+                raise type(failure)(f"Exercise {exercise_id}: {_clean(text)}") from None
             except Exception as error:  # noqa: BLE001 - every error becomes a hint
                 if _is_untouched_stub(error):
                     raise ExerciseNotDone(
@@ -381,7 +516,9 @@ def exercise_check(exercise_id: str) -> Callable[[Check], Check]:
                         "`raise NotImplementedError()` with your code, run that cell, "
                         "then run this check again."
                     ) from None
-                raise LearnerCodeError(f"Exercise {exercise_id}: {_learner_error_hint(error, check_code)}") from error
+                prefix = f"Exercise {exercise_id}: "
+                hint = _learner_error_hint(error, check_code, _HINT_MAX - len(prefix))
+                raise LearnerCodeError(prefix + hint) from error
             from helpers.notebook import wrap_output
 
             print(wrap_output(f"✔ Exercise {exercise_id} passed" + (f": {summary}" if summary else "")))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import re
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -19,7 +20,7 @@ from unittest import mock
 import numpy as np
 import tensorflow as tf
 
-from helpers.checks import exercise_check, require
+from helpers.checks import Hint, exercise_check, require
 
 V1 = tf.compat.v1
 
@@ -79,6 +80,33 @@ def _graphs_created() -> Iterator[list]:
 
     with mock.patch.object(tf.Graph, "__init__", init):
         yield made
+
+
+# An error TensorFlow raises when a session runs what another graph holds.
+_OTHER_GRAPH_ERROR = re.compile(r"not an element of this graph|does not exist in the graph|from a different graph"
+                                r"|must be from the same graph|No variables to save")
+
+
+def _beside_another_graph(call: Callable[[], object], hint: Hint) -> object:
+    """``call()`` while another graph, with variables of its own, is the default (a notebook's leftover graph).
+
+    An answer that builds its Saver or reads its variables from the default graph instead of the
+    session's own (``sess.graph``) adds ops to that graph, or fails on it: it gets ``hint``.
+    """
+    leftover = tf.Graph()
+    with leftover.as_default():
+        V1.get_variable("leftover/kernel", initializer=np.full((2, 2), 7.0, np.float32))
+        V1.train.get_or_create_global_step()
+    ops_before = len(leftover.get_operations())
+    try:
+        with leftover.as_default():
+            result = call()
+    except Exception as error:  # noqa: BLE001 - only the other graph's errors become the hint
+        if len(leftover.get_operations()) > ops_before or _OTHER_GRAPH_ERROR.search(str(error)):
+            require(False, hint)
+        raise
+    require(len(leftover.get_operations()) == ops_before, hint)
+    return result
 
 
 # --------------------------------------------------------------------------- 01.1
@@ -191,8 +219,33 @@ def check_save_trainable_only(save_trainable_only: Callable[[V1.Session, str], s
                     "given, as it is, without initializing or assigning anything first.")
         require(all(_fingerprints(folder).get(name) == digest for name, digest in before.items()),
                 "a file that was in the folder before was changed or deleted: write only the checkpoint.")
-    return ("the session's current values of the 4 trainable variables saved at the prefix (not global_step, "
-            "not the moving mean), no .meta, no earlier file touched")
+    # The session's own graph while another is the default: "every trainable variable of its graph".
+    with tempfile.TemporaryDirectory() as folder:
+        graph = tf.Graph()
+        with graph.as_default():
+            values = _make_variables(specs)
+            V1.train.get_or_create_global_step()
+            init = V1.global_variables_initializer()
+        with V1.Session(graph=graph) as sess:
+            sess.run(init)
+            with graph.as_default():
+                values = _move_away(sess, values)
+            path = os.fspath(_beside_another_graph(
+                lambda: save_trainable_only(sess, os.path.join(folder, "weights")), _SESSION_GRAPH_01_2))
+        reader = tf.train.load_checkpoint(path)
+        require(_keys(path) == trainable and all(np.array_equal(reader.get_tensor(name), values[name])
+                                                 for name in trainable), _SESSION_GRAPH_01_2)
+    return ("the session's current values of the 4 trainable variables of its own graph saved at the prefix "
+            "(not global_step, not the moving mean), no .meta, no earlier file touched")
+
+
+_SESSION_GRAPH_01_2 = Hint(
+    "your Saver read the default graph, not the session's: here another graph is the default. "
+    "`V1.trainable_variables()` and a Saver use the default graph (section 5, \"Saving a subset\", builds "
+    "them inside the graph's `with`).",
+    "build the Saver in the session's graph: `with sess.graph.as_default(): saver = "
+    "V1.train.Saver(var_list=V1.trainable_variables())`, then save with it.",
+    kind="session graph")
 
 
 # --------------------------------------------------------------------------- 01.3
@@ -244,8 +297,32 @@ def check_save_without_scope(save_without_scope: Callable[[V1.Session, str, str]
                 require(source is not None,
                         f"{name!r} does not hold the current value of '{scope}/{name}': map each key to the "
                         "variable of the scope you are given.")
+        # The session's own graph while another is the default.
+        graph = tf.Graph()
+        with graph.as_default():
+            values = _make_variables(specs)
+            init = V1.global_variables_initializer()
+        with V1.Session(graph=graph) as sess:
+            sess.run(init)
+            with graph.as_default():
+                values = _move_away(sess, values)
+            path = os.fspath(_beside_another_graph(
+                lambda: save_without_scope(sess, "model_10", os.path.join(folder, "own_graph")),
+                _SESSION_GRAPH_01_3))
+        reader = tf.train.load_checkpoint(path)
+        require(_keys(path) == set(inner) and all(np.array_equal(reader.get_tensor(name), values[f"model_10/{name}"])
+                                                  for name in inner), _SESSION_GRAPH_01_3)
     return ("model_1/ and model_10/ each saved alone (3 variables), keys without the scope, the session's "
-            "current values")
+            "current values, from the session's own graph")
+
+
+_SESSION_GRAPH_01_3 = Hint(
+    "your code read the default graph, not the session's: here another graph is the default. "
+    "`V1.global_variables(...)` and a Saver use the default graph (section 6, \"Saving under other names\", "
+    "builds them inside the graph's `with`).",
+    "read the variables and build the Saver in the session's graph: put them inside "
+    "`with sess.graph.as_default():`.",
+    kind="session graph")
 
 
 # --------------------------------------------------------------------------- 01.4
@@ -321,4 +398,29 @@ def check_restore_moved(restore_moved: Callable[[V1.Session, str], int]) -> str:
     require(isinstance(returned, int) and not isinstance(returned, bool),
             f"you returned the step as NumPy's {type(returned).__name__}: `sess.run` gives NumPy numbers; "
             "return a Python `int` (`int(...)`).")
-    return f"run-{newest}, the newest the moved state file names, restored in full; no file changed"
+    # The session's own graph while another is the default.
+    with tempfile.TemporaryDirectory() as folder:
+        saved = _moved_folder(folder, steps)
+        graph = tf.Graph()
+        with graph.as_default():
+            w = V1.get_variable("net/w", initializer=np.full((2, 2), -1.0, np.float32))
+            step = V1.train.get_or_create_global_step()
+        with V1.Session(graph=graph) as sess:
+            returned = _beside_another_graph(lambda: restore_moved(sess, folder), _SESSION_GRAPH_01_4)
+            try:
+                restored_w = sess.run(w)
+            except tf.errors.FailedPreconditionError:
+                restored_w = None
+    require(restored_w is not None and np.array_equal(restored_w, saved[newest]["net/w"])
+            and returned == newest, _SESSION_GRAPH_01_4)
+    return (f"run-{newest}, the newest the moved state file names, restored in full into the session's own "
+            "graph; no file changed")
+
+
+_SESSION_GRAPH_01_4 = Hint(
+    "your code restored through the default graph, not the session's: here another graph is the default. "
+    "A `Saver()` and `get_global_step()` use the default graph (section 4, \"Restoring is initializing\", "
+    "builds them inside the graph's `with`).",
+    "build the Saver and read the global step in the session's graph: put them inside "
+    "`with sess.graph.as_default():`.",
+    kind="session graph")

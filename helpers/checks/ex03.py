@@ -20,7 +20,7 @@ from unittest import mock
 import numpy as np
 import tensorflow as tf
 
-from helpers.checks import exercise_check, require
+from helpers.checks import Hint, exercise_check, require
 
 V1 = tf.compat.v1
 
@@ -46,6 +46,8 @@ def check_vote(vote) -> str:
     def ask(probabilities):
         probabilities = np.asarray(probabilities, np.float32)
         result = vote(probabilities.copy())
+        if isinstance(result, tf.Tensor) and hasattr(result, "numpy"):  # built from TensorFlow ops: its values
+            result = result.numpy()
         require(isinstance(result, np.ndarray),
                 f"vote returned {type(result).__name__}, not a NumPy array: return a NumPy array of integer labels "
                 "(`np.array(labels)`, or the result of NumPy's argmax).")
@@ -145,16 +147,17 @@ def _check_assignment_map(assignment_map, ckpt_scope: str) -> None:
     for key, value in assignment_map.items():
         if not (isinstance(key, str) and isinstance(value, str)):
             continue
-        require(
-            not key.startswith("member_"),
-            f"your map {{{key!r}: {value!r}}} goes the wrong way: the keys are the checkpoint's names, "
-            "the values the graph's, {f'{ckpt_scope}/': f'member_{k}/'}",
-        )
-        require(
-            key.startswith(ckpt_scope),
+        require(not key.startswith("member_"), Hint(
+            f"your map {{{key!r}: {value!r}}} goes the wrong way: in an assignment map, which side names "
+            "the checkpoint and which the graph? (section 3, \"Restoring by name mapping\")",
+            "the keys are the checkpoint's names, the values the graph's: {f'{ckpt_scope}/': f'member_{k}/'}",
+            kind="map direction"))
+        require(key.startswith(ckpt_scope), Hint(
             f"your map reads {key!r} from the checkpoint, but its variables are under ckpt_scope "
-            f"({ckpt_scope!r} here; 'tower' was only an example): map f'{{ckpt_scope}}/' to f'member_{{k}}/'",
-        )
+            f"({ckpt_scope!r} here; 'tower' was only an example): see the keys section 3 (\"Restoring by name "
+            "mapping\") lists with tf.train.list_variables.",
+            "map f'{ckpt_scope}/' (the argument, with its '/') to f'member_{k}/'",
+            kind="checkpoint scope"))
         target = value if value.endswith("/") else value + "/"
         found = value in existing or any(name.startswith(target) for name in existing)
         require(
@@ -203,21 +206,23 @@ def check_build_ensemble(build_ensemble) -> str:
                 sess.run(V1.global_variables_initializer())  # the only thing the check runs
                 values = {v.op.name: float(sess.run(v)) for v in V1.global_variables()}
                 answers = [float(a) for a in sess.run(list(outputs), {x: 10.0})]
-    require(
-        values["member_1/w"] != -100.0,
-        "the members still hold their initial values after the initializer ran: call "
-        "tf.compat.v1.train.init_from_checkpoint(path, {f'{ckpt_scope}/': f'member_{k}/'}) for each "
+    require(values["member_1/w"] != -100.0, Hint(
+        "the members still hold their initial values after the initializer ran: nothing told the "
+        "initializers to read a checkpoint (section 3, \"Restoring by name mapping\", shows the call that "
+        "does).",
+        "call tf.compat.v1.train.init_from_checkpoint(path, {f'{ckpt_scope}/': f'member_{k}/'}) for each "
         "member, after building it",
-    )
+        kind="not initialized from checkpoints"))
     for k in range(1, _MEMBERS + 1):
         w, b = _member_values(k)
         got = (values[f"member_{k}/w"], values[f"member_{k}/b"])
-        require(
-            got == (w, b),
+        require(got == (w, b), Hint(
             f"member_{k} holds w, b = {got}, but its checkpoint ({os.path.basename(prefixes[k - 1])}) "
-            f"holds {(w, b)}: map ckpt_scope + '/' of checkpoint k into 'member_k/' (with the "
-            "trailing slashes, or member_1 also catches member_10)",
-        )
+            f"holds {(w, b)}: which checkpoint feeds which scope, and does 'member_1' also match "
+            "'member_10'? (section 3, \"Restoring by name mapping\")",
+            "map ckpt_scope + '/' of checkpoint k into 'member_k/', with both trailing slashes (counting k "
+            "from 1)",
+            kind="wrong member"))
     for k in range(1, _MEMBERS + 1):
         require(
             values[f"member_{k}/moving_mean"] == _member_mean(k),

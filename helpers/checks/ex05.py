@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
-from helpers.checks import exercise_check, require
+from helpers.checks import Hint, exercise_check, require
 
 V1 = tf.compat.v1
 
@@ -220,6 +220,9 @@ def _run_sync(make_hard_sync, src, dst, scopes):
         )
         with V1.Session() as sess:
             sess.run(V1.global_variables_initializer())
+            initial = {scope: _by_name(sess, scope) for scope, _, _ in scopes}
+            # "Training" moves every variable away from its initial value: a copy of the initial value shows.
+            sess.run([v.assign(v * -2.0 + 0.5) for v in V1.global_variables() if v.dtype.base_dtype.is_floating])
             before = {scope: _by_name(sess, scope) for scope, _, _ in scopes}
             outside = [(v, sess.run(v)) for v in V1.global_variables()
                        if not any(v.op.name.startswith(scope + "/") for scope, _, _ in scopes)]
@@ -228,7 +231,17 @@ def _run_sync(make_hard_sync, src, dst, scopes):
             changed = sorted(v.op.name for v, value in outside if not np.array_equal(sess.run(v), value))
     require(not changed, f"the op also changed {changed[:1]}, a variable outside both scopes: it must write "
                          "into dst_scope/ and nothing else.")
+    require(not any(_same({k: after[dst][k]}, {k: initial[src][k]}) for k in initial[src] if k in after[dst]),
+            _INITIAL_VALUE)
     return before, after
+
+
+_INITIAL_VALUE = Hint(
+    "the destination got the source's initial value, not its current one: a sync copies what training "
+    "made of the weights (section 5, \"Target networks: hard and soft updates\").",
+    "assign the variable itself, read when the op runs: `dst.assign(src)` (or `src.read_value()`), not "
+    "`src.initial_value`.",
+    kind="initial value")
 
 
 def _same(a, b) -> bool:

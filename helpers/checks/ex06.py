@@ -18,7 +18,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from helpers.checks import exercise_check, require
+from helpers.checks import Hint, exercise_check, quote, require
 
 __all__ = ["Net", "check_restore_for_inference", "check_restore_hidden_layer", "check_train_and_keep"]
 
@@ -76,7 +76,7 @@ def check_restore_hidden_layer(restore_hidden_layer: Callable[[str], keras.layer
                 False,
                 "your function raised on a good checkpoint: it also holds the out layer and the optimizer, "
                 "which one layer does not use, so assert_consumed() fails. Use expect_partial() (after "
-                f"assert_existing_objects_matched(), once built). TensorFlow said: {str(error).splitlines()[0][:100]}",
+                f"assert_existing_objects_matched(), once built). TensorFlow: {quote(error, 56)}",
             )
         require(
             isinstance(layer, keras.layers.Dense),
@@ -87,7 +87,7 @@ def check_restore_hidden_layer(restore_hidden_layer: Callable[[str], keras.layer
                 layer(tf.ones((1, 3)))
             except ValueError as error:
                 require(False, "the returned layer cannot take the saved hidden layer's values when built for "
-                        f"3 inputs ({str(error).splitlines()[0][:120]}): make Dense(4)")
+                        f"3 inputs ({quote(error, 100)}): make Dense(4)")
         require(
             tuple(layer.kernel.shape) == (3, 4),
             f"the layer's kernel has shape {tuple(layer.kernel.shape)}; the saved 'hidden' layer has (3, 4): "
@@ -123,20 +123,22 @@ def check_restore_for_inference(restore_for_inference: Callable) -> str:
         try:
             model = restore_for_inference(path, make_model)
         except AssertionError as error:
-            require(
-                False,
-                "your function raised on a good training checkpoint (it also holds the optimizer's values, "
-                "which inference does not need): use assert_existing_objects_matched(), not "
-                f"assert_consumed(). TensorFlow said: {str(error).splitlines()[0][:120]}",
-            )
+            require(False, Hint(
+                "your function raised on a good training checkpoint: it also holds the optimizer's values, "
+                "which inference does not need. Which assertion allows those? (section 5, \"What each "
+                f"assertion catches\"). TensorFlow said: {quote(error, 70)}",
+                "use status.assert_existing_objects_matched() (every variable of the model got a value), "
+                "not assert_consumed() (every value of the file was used).",
+                kind="raised on a good checkpoint"))
         require(len(made) == 1 and model is made[0],
                 "restore_for_inference should call make_model() once and return that model, restored")
         require(
             all(np.allclose(a.numpy(), b.numpy()) for a, b in zip(model.weights, net.weights))
-            and np.allclose(model(X).numpy(), net(X).numpy()),
-            "the returned model does not hold the saved values (every kernel and bias): restore the "
-            "checkpoint into it with tf.train.Checkpoint(model=model).restore(ckpt_path)",
-        )
+            and np.allclose(model(X).numpy(), net(X).numpy()), Hint(
+                "the returned model does not hold the saved values (every kernel and bias): the file's root "
+                "has an edge 'model' (section 4, \"Restoring into a second model\").",
+                "restore the checkpoint into it with tf.train.Checkpoint(model=model).restore(ckpt_path)",
+                kind="not restored"))
         require(_files(folder) == before, "your function changed the checkpoint's files: only read them")
 
         no_out = tf.train.Checkpoint(model=_built_net(seed=3, with_out=False)).save(os.path.join(folder, "a", "ckpt"))
@@ -146,12 +148,13 @@ def check_restore_for_inference(restore_for_inference: Callable) -> str:
                 restore_for_inference(bad, make_model)
             except Exception:  # noqa: BLE001 - the prompt asks for an error, of any type
                 continue
-            require(
-                False,
+            require(False, Hint(
                 f"a checkpoint {what} was accepted silently, leaving some of the model's variables with "
-                "their random values. Call status.assert_existing_objects_matched() so that it raises "
-                "(assert_nontrivial_match() is satisfied by the save counter alone).",
-            )
+                "their random values: which assertion raises then? (section 5, \"What each assertion "
+                "catches\")",
+                "call status.assert_existing_objects_matched() so that it raises (assert_nontrivial_match() "
+                "is satisfied by the save counter alone).",
+                kind="silent partial restore"))
     return ("a training checkpoint restores every variable (optimizer values ignored); two checkpoints "
             "that leave variables unset raise")
 
@@ -199,26 +202,32 @@ def check_train_and_keep(train_and_keep: Callable) -> str:
             require(os.path.isdir(directory), "nothing was written in the directory passed as `directory`")
             require(int(counter.numpy()) == steps,
                     f"step_fn should run {steps} times (steps={steps}); it ran {int(counter.numpy())} times")
-            require(not deleted, f"the checkpoint saved after step {deleted[0] if deleted else 0} was gone by "
-                    "the next step: delete the oldest checkpoints by step number, not by file name "
-                    "('ckpt-10' sorts before 'ckpt-9'), or let tf.train.CheckpointManager(..., max_to_keep=keep) do it.")
+            require(not deleted, Hint(
+                f"the checkpoint saved after step {deleted[0] if deleted else 0} was gone by the next step: "
+                "'ckpt-10' sorts before 'ckpt-9' by name. Section 6 (\"CheckpointManager\") shows what keeps "
+                "the newest for you.",
+                "delete the oldest checkpoints by step number, not by file name, or let "
+                "tf.train.CheckpointManager(checkpoint, directory, max_to_keep=keep) do it.",
+                kind="deleted by name"))
             require(not unsaved, f"no checkpoint was saved after step(s) {unsaved} (when step_fn was called "
                     "again, the latest checkpoint held an older step): save after every call of step_fn()")
             kept = sorted(name[: -len(".index")] for name in os.listdir(directory) if name.endswith(".index"))
-            require(
-                len(kept) == keep,
+            require(len(kept) == keep, Hint(
                 f"with steps={steps} and keep={keep}, the directory holds {len(kept)} checkpoint(s) "
-                f"({', '.join(kept)}); it should hold exactly {keep}: "
-                "tf.train.CheckpointManager(checkpoint, directory, max_to_keep=keep)",
-            )
+                f"({', '.join(kept)}); it should hold exactly {keep}. Section 6 (\"CheckpointManager\") shows "
+                "what deletes the older ones.",
+                "save through tf.train.CheckpointManager(checkpoint, directory, max_to_keep=keep): "
+                "manager.save() after each step_fn().",
+                kind="kept count"))
             require(latest is not None and isinstance(latest, (str, os.PathLike)),
                     f"train_and_keep should return the latest checkpoint's path, got {latest!r}")
             newest = tf.train.latest_checkpoint(directory)
-            require(
-                os.path.normpath(os.fspath(latest)) == os.path.normpath(newest or ""),
+            require(os.path.normpath(os.fspath(latest)) == os.path.normpath(newest or ""), Hint(
                 f"train_and_keep returned {os.path.basename(os.fspath(latest))!r}, but the latest checkpoint "
-                f"is {os.path.basename(newest or '')!r}: return manager.latest_checkpoint (or the last save)",
-            )
+                f"is {os.path.basename(newest or '')!r}: section 6 (\"CheckpointManager\") shows which "
+                "attribute names it.",
+                "return manager.latest_checkpoint (or what the last manager.save() returned).",
+                kind="latest returned"))
             for name in kept:
                 reader = tf.train.load_checkpoint(os.path.join(directory, name))
                 held = int(reader.get_tensor("counter/.ATTRIBUTES/VARIABLE_VALUE"))

@@ -21,7 +21,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from helpers.checks import exercise_check, require
+from helpers.checks import exercise_check, quote, require
 from helpers.migration import checkpoint_format, restore_name_based
 
 __all__ = [
@@ -166,8 +166,7 @@ def check_load_any(load_any: Callable) -> str:
         try:
             kind = load_any(tf1_path, model, _reference_map(model))
         except AssertionError as error:
-            said = " ".join(str(error).split())[:60]
-            require(False, f"your function failed an assertion on a good TF1 checkpoint ({said}...): "
+            require(False, f"your function failed an assertion on a good TF1 checkpoint ({quote(error, 60)}): "
                            "a restore status's assertions are for TF2 files; tell the format with "
                            "checkpoint_format(ckpt_path) first.")
         require(
