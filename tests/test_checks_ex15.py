@@ -138,7 +138,7 @@ def test_15_1_accepts_right_answers(capsys):
 @pytest.mark.parametrize(("answer", "words"), [
     (flavour_by_meta, ["TF2 tf.Module", "whatever files lie beside", "section"]),
     (flavour_graph_key_only, ["returned 'keras3'", "none of Keras'", "section"]),
-    (flavour_kernel_only, ["Keras 3 model with its optimizer", "own attribute names"]),
+    (flavour_kernel_only, ["Keras 3 model with its optimizer", "own attribute names", "section"]),
     (flavour_any_keras_word, ["Keras 3 model with its optimizer"]),
     (flavour_tf1_is_meta_or_nothing, ["whatever files lie beside"]),
     (flavour_by_identify, ["helpers.identify"]),

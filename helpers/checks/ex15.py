@@ -63,9 +63,13 @@ def _helper_called(name: str) -> None:
     raise CheckFailed(_FORBIDDEN_HINT)
 
 
+_STAND_IN = "_course_check_forbids_this"  # set in the forbidden module's globals while a check runs
+
+
 def _forbidden(*args, **kwargs):
-    # Runs with the globals of the function whose code it replaced: reach this module by import.
-    __import__("helpers.checks.ex15", fromlist=["_helper_called"])._helper_called("helpers.identify")
+    # This code runs with the globals of the function whose code it replaced: the name below is
+    # put there by `_without`, so nothing is imported back up.
+    _course_check_forbids_this()  # noqa: F821
 
 
 _FORBIDDEN_HINT = Hint(
@@ -96,6 +100,7 @@ def _without(module: types.ModuleType) -> Iterator[None]:
             if function.__module__ == module.__name__ and not function.__code__.co_freevars:
                 saved[function] = function.__code__
     _CALLED.clear()
+    setattr(module, _STAND_IN, lambda: _helper_called(module.__name__))
     try:
         for function in saved:
             function.__code__ = _forbidden.__code__
@@ -103,6 +108,7 @@ def _without(module: types.ModuleType) -> Iterator[None]:
     finally:
         for function, code in saved.items():
             function.__code__ = code
+        delattr(module, _STAND_IN)
 
 
 def _require_no_forbidden_call() -> None:
@@ -208,9 +214,10 @@ def check_checkpoint_flavour(checkpoint_flavour: Callable[[str], str]) -> str:
             for label, (prefix, expected) in fixtures.items():
                 got = checkpoint_flavour(prefix)
                 _require_no_forbidden_call()
-                idea, fix = _FLAVOUR_HINTS["not tf1" if got == "tf1" else expected]
-                seen = f"for {label} you returned {got!r}, expected {expected!r}. "
-                require(got == expected, Hint(seen + idea, seen + fix, kind=f"flavour {expected}"))
+                rule = "not tf1" if got == "tf1" else expected
+                idea, fix = _FLAVOUR_HINTS[rule]
+                seen = f"for {label} you returned {got!r:.24}, expected {expected!r}. "
+                require(got == expected, Hint(seen + idea, seen + fix, kind=f"flavour {rule}"))
     return (f"{len(fixtures)} checkpoints named right: TF1 with and without .meta, a TF2 module with a "
             ".meta beside it, Keras 3 (functional, Sequential, subclassed) and Keras 2 keys")
 
@@ -229,12 +236,12 @@ _FLAVOUR_HINTS = {
                f"names its code gave, none of Keras' ({_SECTION}).",
                "No 'layer-N' or 'layer_with_weights-N' part, and none of '_functional', "
                "'_operations', '_layers', '_kernel': 'module'."),
-    "keras3": (f"Keras 3 keeps a model's parts under its own attribute names (they start with '_'), "
-               f"in a subclassed model too ({_SECTION}).",
+    "keras3": (f"Keras 3 keys pass through Keras' own attribute names (they start with '_'), in a "
+               f"subclassed model after your layer names ({_SECTION}).",
                "A part (split at '/') among '_functional', '_operations', '_layers', '_kernel', "
                "'_trainable_variables' means 'keras3'."),
-    "keras2": (f"Keras 2 names a model's layers by their position in the model, not by attribute "
-               f"names ({_SECTION}).",
+    "keras2": (f"Keras 2 names a Sequential or functional model's layers by their position, not by "
+               f"attribute names ({_SECTION}).",
                "A part 'layer-N' or 'layer_with_weights-N' means 'keras2' (its optimizer's "
                "'_variables' is no Keras 3 sign)."),
 }
@@ -306,7 +313,7 @@ _READ = 'section "What a file records"'
 
 
 def _version_hint(label: str, got: object, expected: str | None) -> Hint:
-    seen = f"for {label} you returned the version {got!r}, the file records {expected!r}. "
+    seen = f"for {label} you returned the version {got!r:.24}, the file records {expected!r}. "
     if expected is None:
         return Hint(seen + f"A .weights.h5 records no Keras version; the Keras running here did not write it "
                            f"({_READ}).",
@@ -369,13 +376,13 @@ def check_keras_file_facts(keras_file_facts: Callable[[str], object]) -> str:
                         "(version, optimizer), e.g. ('2.15.0', True)")
                 got_version, got_optimizer = got
                 require(not isinstance(got_version, bytes), f"for {label} the version is bytes "
-                        f"({got_version!r}): return a str (.decode())")
+                        f"({got_version!r:.24}): return a str (.decode())")
                 require(got_version is None or isinstance(got_version, str),
                         f"for {label} the version is a {type(got_version).__name__}: return the text the "
                         "file records, or None")
                 require(got_version == version, _version_hint(label, got_version, version))
                 require(isinstance(got_optimizer, (bool, np.bool_)),
-                        f"for {label} the second value is {got_optimizer!r}: return True or False "
+                        f"for {label} the second value is {got_optimizer!r:.24}: return True or False "
                         "(whether any optimizer value is stored), not a count or a name")
                 require(bool(got_optimizer) == optimizer, _optimizer_hint(label, bool(got_optimizer), optimizer))
                 require(_fingerprint(path) == before[path],
