@@ -138,7 +138,7 @@ def test_15_1_accepts_right_answers(capsys):
 @pytest.mark.parametrize(("answer", "words"), [
     (flavour_by_meta, ["TF2 tf.Module", "whatever files lie beside", "section"]),
     (flavour_graph_key_only, ["returned 'keras3'", "none of Keras'", "section"]),
-    (flavour_kernel_only, ["Keras 3 model with its optimizer", "own attribute names", "section"]),
+    (flavour_kernel_only, ["Keras 3 model with its optimizer", "Keras' names", "section"]),
     (flavour_any_keras_word, ["Keras 3 model with its optimizer"]),
     (flavour_tf1_is_meta_or_nothing, ["whatever files lie beside"]),
     (flavour_by_identify, ["helpers.identify"]),
@@ -184,6 +184,61 @@ def flavour_functional_only(prefix):  # Keras 3 = a Sequential or functional mod
     if parts & {"_functional", "_operations", "_layers", "_trainable_variables"}:
         return "keras3"
     return "keras2" if any(p.startswith("layer") for p in parts) else "module"
+
+
+# --------------------------------------------------------------------------- 15.1: a review's answers
+
+
+def flavour_layer_word_first(prefix):  # any key with 'layer' in it read as Keras 2
+    found = keys(prefix)
+    if "_CHECKPOINTABLE_OBJECT_GRAPH" not in found:
+        return "tf1"
+    if any("layer" in key for key in found):
+        return "keras2"
+    if any("/_" in key for key in found):
+        return "keras3"
+    return "module"
+
+
+def flavour_underscore_after_keras2(prefix):  # any private name read as Keras 3
+    found = keys(prefix)
+    if "_CHECKPOINTABLE_OBJECT_GRAPH" not in found:
+        return "tf1"
+    parts = {part for key in found for part in key.split("/")}
+    if any(p.startswith(("layer_with_weights-", "layer-")) for p in parts):
+        return "keras2"
+    if any(p.startswith("_") and p != "_CHECKPOINTABLE_OBJECT_GRAPH" for p in parts):
+        return "keras3"
+    return "module"
+
+
+def flavour_prose_words_only(prefix):  # only the Keras 3 words of a model saved alone
+    found = keys(prefix)
+    if "_CHECKPOINTABLE_OBJECT_GRAPH" not in found:
+        return "tf1"
+    if any(word in key for key in found for word in ("/_kernel/", "/_functional/", "/_operations/")):
+        return "keras3"
+    parts = {part for key in found for part in key.split("/")}
+    return "keras2" if any(p.startswith(("layer_with_weights-", "layer-")) for p in parts) else "module"
+
+
+@pytest.mark.parametrize(("answer", "words"), [
+    (flavour_layer_word_first, ["a subclassed Keras 3 model", "returned 'keras2'", "section"]),
+    (flavour_underscore_after_keras2, ["a tf.Module with a private attribute", "`_private` ones too"]),
+    (flavour_prose_words_only, ["a Keras 3 model with its optimizer", "'_trainable_variables'", "section"]),
+])
+def test_15_1_rejects_the_reviews_wrong_answers(answer, words):
+    message = fails(ex15.check_checkpoint_flavour, answer, *words)
+    assert len(message) <= 300, (len(message), message)
+
+
+def test_15_1_hints_fit_300_characters_for_every_label_and_rule(tmp_path):
+    got = repr("x" * 30)[:12]  # the learner's value, as clipped
+    for label, (_, expected) in ex15._flavour_fixtures(str(tmp_path)).items():
+        for rule in ("not tf1", expected):
+            for text in ex15._FLAVOUR_HINTS[rule]:
+                seen = f"Exercise 15.1: for {label} you returned {got}, expected {expected!r}. "
+                assert len(seen + text) <= 300, (label, text)
 
 
 def test_15_1_has_a_subclassed_keras3_model():
@@ -309,6 +364,14 @@ def facts_append_mode(path):
     return facts_reference(path)
 
 
+def facts_list(path):  # the prompt asks for a pair: a tuple
+    return list(facts_reference(path))
+
+
+def facts_never_optimizer(path):
+    return facts_reference(path)[0], False
+
+
 def test_15_2_accepts_right_answers(capsys):
     passes(ex15.check_keras_file_facts, facts_reference, capsys)
 
@@ -321,6 +384,8 @@ def test_15_2_accepts_right_answers(capsys):
     (facts_count, ["True or False", "not a count"]),
     (facts_bytes, ["bytes", ".decode()"]),
     (facts_dict, ["return a pair"]),
+    (facts_list, ["returned list", "a tuple (version, optimizer)"]),
+    (facts_never_optimizer, ["Keras 3 .keras of a trained model", "under the optimizer's group (not as settings"]),
     (facts_append_mode, ["the file changed", "'r'"]),
 ])
 def test_15_2_rejects_wrong_answers(answer, words):

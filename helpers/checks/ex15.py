@@ -174,6 +174,11 @@ def _flavour_fixtures(folder: str) -> dict[str, tuple[str, str]]:
         tf.train.Checkpoint(classifier=_subclassed()).write(path("h", "net")), "keras3")
     fixtures["Keras 2 keys, weights only"] = (_keras2_layout(path("f", "net"), False), "keras2")
     fixtures["Keras 2 keys with an optimizer"] = (_keras2_layout(path("g", "net"), True), "keras2")
+    private = tf.Module()
+    private.scale = tf.Variable([2.0, 3.0])
+    private._offset = tf.Variable(-1.0)  # a private name of the learner's code, no Keras sign
+    fixtures["a tf.Module with a private attribute"] = (
+        tf.train.Checkpoint(net=private).write(path("i", "net")), "module")
     return fixtures
 
 
@@ -193,11 +198,11 @@ class _Classifier(keras.Model):
 
     def __init__(self):
         super().__init__()
-        self.scale = _Scale()
+        self.scale_layer = _Scale()  # a name with 'layer' in it: no Keras 2 sign
         self.head = keras.layers.Dense(2)
 
     def call(self, x):
-        return self.head(self.scale(x))
+        return self.head(self.scale_layer(x))
 
 
 def _subclassed() -> keras.Model:
@@ -216,10 +221,10 @@ def check_checkpoint_flavour(checkpoint_flavour: Callable[[str], str]) -> str:
                 _require_no_forbidden_call()
                 rule = "not tf1" if got == "tf1" else expected
                 idea, fix = _FLAVOUR_HINTS[rule]
-                seen = f"for {label} you returned {got!r:.24}, expected {expected!r}. "
+                seen = f"for {label} you returned {got!r:.12}, expected {expected!r}. "
                 require(got == expected, Hint(seen + idea, seen + fix, kind=f"flavour {rule}"))
-    return (f"{len(fixtures)} checkpoints named right: TF1 with and without .meta, a TF2 module with a "
-            ".meta beside it, Keras 3 (functional, Sequential, subclassed) and Keras 2 keys")
+    return (f"{len(fixtures)} checkpoints named right: TF1 with and without .meta, TF2 modules (one "
+            "with a .meta beside it), Keras 3 (functional, Sequential, subclassed) and Keras 2 keys")
 
 
 _SECTION = 'section "Checkpoints: which flavour"'
@@ -232,12 +237,13 @@ _FLAVOUR_HINTS = {
                 f"prefix ({_SECTION}).",
                 "Say 'tf1' only when the '_CHECKPOINTABLE_OBJECT_GRAPH' key is missing: a .meta beside "
                 "the prefix does not make it TF1."),
-    "module": (f"A key is the path of attribute names from the root: a tf.Module's are only the "
-               f"names its code gave, none of Keras' ({_SECTION}).",
+    "module": (f"A key is the path of names from the root: a tf.Module's are only the "
+               f"names its code gave, `_private` ones too, none of Keras' ({_SECTION}).",
                "No 'layer-N' or 'layer_with_weights-N' part, and none of '_functional', "
                "'_operations', '_layers', '_kernel': 'module'."),
-    "keras3": (f"Keras 3 keys pass through Keras' own attribute names (they start with '_'), in a "
-               f"subclassed model after your layer names ({_SECTION}).",
+    "keras3": (f"Keras 3 keys hold Keras' names (starting with '_'): in a subclassed model "
+               f"after your layer names; beside an optimizer, under its '_trainable_variables' "
+               f"({_SECTION}).",
                "A part (split at '/') among '_functional', '_operations', '_layers', '_kernel', "
                "'_trainable_variables' means 'keras3'."),
     "keras2": (f"Keras 2 names a Sequential or functional model's layers by their position, not by "
@@ -335,7 +341,8 @@ def _optimizer_hint(label: str, got: bool, expected: bool) -> Hint:
     if expected and "weights.h5" in label:
         idea = f"A .weights.h5 holds the optimizer's values too when the model had one ({_READ})."
     elif expected:
-        idea = f"Optimizer values are stored as arrays in the weights' file, not as settings ({_READ})."
+        idea = (f"Optimizer values are stored as arrays in the weights' file, under the optimizer's "
+                f"group (not as settings; {_READ}).")
     else:
         idea = f"Only arrays of an optimizer count: a model never compiled has none ({_READ})."
     return Hint(seen + idea, seen + "Look for arrays under 'optimizer_weights' (legacy HDF5) or "
@@ -371,9 +378,9 @@ def check_keras_file_facts(keras_file_facts: Callable[[str], object]) -> str:
             for label, path, (version, optimizer) in fixtures:
                 got = _call(keras_file_facts, label, path)
                 _require_no_forbidden_call()
-                require(isinstance(got, (tuple, list)) and len(got) == 2,
-                        f"for {label} you returned {type(got).__name__} {got!r:.60}: return a pair "
-                        "(version, optimizer), e.g. ('2.15.0', True)")
+                require(isinstance(got, tuple) and len(got) == 2,
+                        f"for {label} you returned {type(got).__name__} {got!r:.60}: return a pair, a "
+                        "tuple (version, optimizer), e.g. ('2.15.0', True)")
                 got_version, got_optimizer = got
                 require(not isinstance(got_version, bytes), f"for {label} the version is bytes "
                         f"({got_version!r:.24}): return a str (.decode())")
