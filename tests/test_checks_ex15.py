@@ -12,6 +12,17 @@ import pytest
 import tensorflow as tf
 
 from helpers.checks import CheckFailed, ExerciseNotDone, LearnerCodeError, ex15
+from helpers.identify import identify as _NOTEBOOK_IDENTIFY  # as the notebook imports it
+
+
+@pytest.fixture(autouse=True)
+def _first_hints():
+    """Each test starts from the first step of every stepped hint."""
+    from helpers.checks import forget_hints
+
+    forget_hints()
+    yield
+    forget_hints()
 
 
 def not_done(*args):
@@ -125,12 +136,12 @@ def test_15_1_accepts_right_answers(capsys):
 
 
 @pytest.mark.parametrize(("answer", "words"), [
-    (flavour_by_meta, ["TF2 tf.Module", "does not make it TF1"]),
-    (flavour_graph_key_only, ["returned 'keras3'", "no Keras edges"]),
-    (flavour_kernel_only, ["Keras 3 model with its optimizer", "_trainable_variables"]),
+    (flavour_by_meta, ["TF2 tf.Module", "whatever files lie beside", "section"]),
+    (flavour_graph_key_only, ["returned 'keras3'", "none of Keras'", "section"]),
+    (flavour_kernel_only, ["Keras 3 model with its optimizer", "Keras' names", "section"]),
     (flavour_any_keras_word, ["Keras 3 model with its optimizer"]),
-    (flavour_tf1_is_meta_or_nothing, ["does not make it TF1"]),
-    (flavour_by_identify, ["do not call helpers.identify"]),
+    (flavour_tf1_is_meta_or_nothing, ["whatever files lie beside"]),
+    (flavour_by_identify, ["helpers.identify"]),
 ])
 def test_15_1_rejects_wrong_answers(answer, words):
     fails(ex15.check_checkpoint_flavour, answer, *words)
@@ -141,74 +152,254 @@ def test_15_1_stub_is_not_done():
         ex15.check_checkpoint_flavour(not_done)
 
 
-# --------------------------------------------------------------------------- 15.2
+# --------------------------------------------------------------------------- 15.1: the forbidden helper, quiet
 
 
-def latest_reference(folder):
-    from helpers.inspection import resolve_checkpoint
-    return resolve_checkpoint(folder)
+def flavour_by_bound_identify(prefix):  # the name the notebook imported, bound before the check ran
+    kind = _NOTEBOOK_IDENTIFY(prefix).kind
+    return {"tf1-checkpoint": "tf1"}.get(kind, kind.removeprefix("checkpoint-"))
 
 
-def latest_by_state_name(folder):
-    state = tf.train.get_checkpoint_state(folder)
-    name = re.split(r"[/\\]", state.model_checkpoint_path)[-1]
-    return os.path.join(folder, name)
+def flavour_identify_then_fallback(prefix):  # swallows whatever identify raises
+    try:
+        return flavour_by_bound_identify(prefix)
+    except Exception:  # noqa: BLE001
+        return "module"
 
 
-def latest_by_pathlib(folder):
-    from pathlib import Path
-    text = (Path(folder) / "checkpoint").read_text()
-    name = re.search(r'^model_checkpoint_path: "(.*)"$', text, re.M)[1].replace("\\\\", "/")
-    return Path(folder) / name.rsplit("/", 1)[-1]
+def test_15_1_catches_identify_under_the_name_the_notebook_imported():
+    # Before: the check replaced the module's attribute only, and this answer passed.
+    for answer in (flavour_by_bound_identify, flavour_identify_then_fallback):
+        fails(ex15.check_checkpoint_flavour, answer, "helpers.identify")
+    from helpers import identify as module
+    assert module.identify is _NOTEBOOK_IDENTIFY and module.identify.__code__.co_name == "identify"
+    assert _NOTEBOOK_IDENTIFY("no such file").kind  # put back as it was
 
 
-def latest_tf(folder):
-    return tf.train.latest_checkpoint(folder)
+def flavour_functional_only(prefix):  # Keras 3 = a Sequential or functional model
+    found = keys(prefix)
+    if "_CHECKPOINTABLE_OBJECT_GRAPH" not in found:
+        return "tf1"
+    parts = {part for key in found for part in key.split("/")}
+    if parts & {"_functional", "_operations", "_layers", "_trainable_variables"}:
+        return "keras3"
+    return "keras2" if any(p.startswith("layer") for p in parts) else "module"
 
 
-def latest_by_time(folder):
-    newest = max(glob.glob(os.path.join(folder, "*.index")), key=os.path.getmtime)
-    return newest[: -len(".index")]
+# --------------------------------------------------------------------------- 15.1: a review's answers
 
 
-def latest_by_sorted_name(folder):
-    return sorted(glob.glob(os.path.join(folder, "*.index")))[-1][: -len(".index")]
+def flavour_layer_word_first(prefix):  # any key with 'layer' in it read as Keras 2
+    found = keys(prefix)
+    if "_CHECKPOINTABLE_OBJECT_GRAPH" not in found:
+        return "tf1"
+    if any("layer" in key for key in found):
+        return "keras2"
+    if any("/_" in key for key in found):
+        return "keras3"
+    return "module"
 
 
-def latest_index_file(folder):
-    return latest_reference(folder) + ".index"
+def flavour_underscore_after_keras2(prefix):  # any private name read as Keras 3
+    found = keys(prefix)
+    if "_CHECKPOINTABLE_OBJECT_GRAPH" not in found:
+        return "tf1"
+    parts = {part for key in found for part in key.split("/")}
+    if any(p.startswith(("layer_with_weights-", "layer-")) for p in parts):
+        return "keras2"
+    if any(p.startswith("_") and p != "_CHECKPOINTABLE_OBJECT_GRAPH" for p in parts):
+        return "keras3"
+    return "module"
 
 
-def latest_basename(folder):
-    return os.path.basename(latest_reference(folder))
-
-
-def latest_first_listed(folder):
-    state = tf.train.get_checkpoint_state(folder)
-    name = re.split(r"[/\\]", state.all_model_checkpoint_paths[0])[-1]
-    return os.path.join(folder, name)
-
-
-def test_15_2_accepts_right_answers(capsys):
-    for answer in (latest_reference, latest_by_state_name, latest_by_pathlib):
-        passes(ex15.check_latest_prefix, answer, capsys)
+def flavour_prose_words_only(prefix):  # only the Keras 3 words of a model saved alone
+    found = keys(prefix)
+    if "_CHECKPOINTABLE_OBJECT_GRAPH" not in found:
+        return "tf1"
+    if any(word in key for key in found for word in ("/_kernel/", "/_functional/", "/_operations/")):
+        return "keras3"
+    parts = {part for key in found for part in key.split("/")}
+    return "keras2" if any(p.startswith(("layer_with_weights-", "layer-")) for p in parts) else "module"
 
 
 @pytest.mark.parametrize(("answer", "words"), [
-    (latest_tf, ["NoneType", "not on this machine"]),
-    (latest_by_time, ["'ckpt-9'", "not file times"]),
-    (latest_by_sorted_name, ["'ckpt-9'", "sorted names"]),
-    (latest_index_file, ["without .index"]),
-    (latest_basename, ["not a prefix in this folder"]),
-    (latest_first_listed, ["'ckpt-8'", "The state file says which is latest"]),
+    (flavour_layer_word_first, ["a subclassed Keras 3 model", "returned 'keras2'", "section"]),
+    (flavour_underscore_after_keras2, ["a tf.Module with a private attribute", "`_private` ones too"]),
+    (flavour_prose_words_only, ["a Keras 3 model with its optimizer", "'_trainable_variables'", "section"]),
+])
+def test_15_1_rejects_the_reviews_wrong_answers(answer, words):
+    message = fails(ex15.check_checkpoint_flavour, answer, *words)
+    assert len(message) <= 300, (len(message), message)
+
+
+def test_15_1_hints_fit_300_characters_for_every_label_and_rule(tmp_path):
+    got = repr("x" * 30)[:12]  # the learner's value, as clipped
+    for label, (_, expected) in ex15._flavour_fixtures(str(tmp_path)).items():
+        for rule in ("not tf1", expected):
+            for text in ex15._FLAVOUR_HINTS[rule]:
+                seen = f"Exercise 15.1: for {label} you returned {got}, expected {expected!r}. "
+                assert len(seen + text) <= 300, (label, text)
+
+
+def test_15_1_has_a_subclassed_keras3_model():
+    message = fails(ex15.check_checkpoint_flavour, flavour_functional_only, "a subclassed Keras 3 model")
+    assert "section" in message
+
+
+def test_15_1_hints_come_in_steps():
+    from tests.attack_harness import stepped
+
+    first, second = stepped(ex15.check_checkpoint_flavour, flavour_functional_only)
+    assert "section" in first and first != second and "'_kernel'" in second
+
+
+def flavour_restore_to_see(prefix):  # TensorFlow logs while this runs
+    tf.get_logger().error("a library's error line")
+    status = tf.train.Checkpoint().read(prefix)
+    del status
+    return flavour_reference(prefix)
+
+
+def test_checks_print_no_tensorflow_log_lines(capfd):
+    import logging
+
+    before = logging.getLogger("tensorflow").level, logging.getLogger("absl").level
+    passes(ex15.check_checkpoint_flavour, flavour_restore_to_see, capfd)
+    fails(ex15.check_checkpoint_flavour, lambda prefix: (flavour_restore_to_see(prefix), "tf1")[1])
+    passes(ex15.check_keras_file_facts, facts_reference, capfd)  # its fixtures save a legacy .h5
+    out, err = capfd.readouterr()
+    for text in (out, err):
+        assert "ERROR:tensorflow" not in text and "WARNING:tensorflow" not in text, text
+        assert "WARNING:absl" not in text, text
+    assert (logging.getLogger("tensorflow").level, logging.getLogger("absl").level) == before
+
+
+# --------------------------------------------------------------------------- 15.2
+
+
+def _holds(file, name):
+    import h5py
+
+    found = []
+    if name in file:
+        file[name].visititems(lambda _, item: found.append(isinstance(item, h5py.Dataset)))
+    return any(found)
+
+
+def facts_reference(path):
+    import io
+    import json
+    import zipfile
+
+    import h5py
+
+    if zipfile.is_zipfile(path):
+        with zipfile.ZipFile(path) as archive:
+            metadata = json.loads(archive.read("metadata.json"))
+            with h5py.File(io.BytesIO(archive.read("model.weights.h5")), "r") as weights:
+                return metadata.get("keras_version"), _holds(weights, "optimizer")
+    with h5py.File(path, "r") as file:
+        return file.attrs.get("keras_version"), _holds(file, "optimizer_weights") or _holds(file, "optimizer")
+
+
+def facts_by_identify(path):
+    info = _NOTEBOOK_IDENTIFY(path)
+    return info.written_by.get("Keras"), bool(info.holds.get("optimizer state"))
+
+
+def facts_by_suffix(path):
+    import io
+    import json
+    import zipfile
+
+    import h5py
+
+    if path.endswith(".keras"):
+        with zipfile.ZipFile(path) as archive:
+            with h5py.File(io.BytesIO(archive.read("model.weights.h5")), "r") as weights:
+                optimizer = _holds(weights, "optimizer")
+            return json.loads(archive.read("metadata.json"))["keras_version"], optimizer
+    return facts_reference(path)
+
+
+def facts_this_keras(path):
+    return keras.__version__, facts_reference(path)[1]
+
+
+def facts_compiled_means_optimizer(path):  # "compiled" read as "holds optimizer values"
+    import json
+    import zipfile
+
+    import h5py
+
+    version = facts_reference(path)[0]
+    if zipfile.is_zipfile(path):
+        with zipfile.ZipFile(path) as archive:
+            return version, json.loads(archive.read("config.json")).get("compile_config") is not None
+    with h5py.File(path, "r") as file:
+        return version, "training_config" in file.attrs
+
+
+def facts_count(path):
+    version, optimizer = facts_reference(path)
+    return version, 13 if optimizer else 0
+
+
+def facts_bytes(path):
+    version, optimizer = facts_reference(path)
+    return (version.encode() if version else None), optimizer
+
+
+def facts_dict(path):
+    version, optimizer = facts_reference(path)
+    return {"version": version, "optimizer": optimizer}
+
+
+def facts_append_mode(path):
+    import h5py
+
+    if not __import__("zipfile").is_zipfile(path):
+        with h5py.File(path, "a") as file:
+            file.attrs["read_by"] = "me"
+    return facts_reference(path)
+
+
+def facts_list(path):  # the prompt asks for a pair: a tuple
+    return list(facts_reference(path))
+
+
+def facts_never_optimizer(path):
+    return facts_reference(path)[0], False
+
+
+def test_15_2_accepts_right_answers(capsys):
+    passes(ex15.check_keras_file_facts, facts_reference, capsys)
+
+
+@pytest.mark.parametrize(("answer", "words"), [
+    (facts_by_identify, ["helpers.identify"]),
+    (facts_by_suffix, ["name is not its format", "section"]),
+    (facts_this_keras, ["the file records None", "section"]),
+    (facts_compiled_means_optimizer, ["optimizer values"]),
+    (facts_count, ["True or False", "not a count"]),
+    (facts_bytes, ["bytes", ".decode()"]),
+    (facts_dict, ["return a pair"]),
+    (facts_list, ["returned list", "a tuple (version, optimizer)"]),
+    (facts_never_optimizer, ["Keras 3 .keras of a trained model", "under the optimizer's group (not as settings"]),
+    (facts_append_mode, ["the file changed", "'r'"]),
 ])
 def test_15_2_rejects_wrong_answers(answer, words):
-    fails(ex15.check_latest_prefix, answer, *words)
+    fails(ex15.check_keras_file_facts, answer, *words)
+
+
+def test_15_2_forbids_identify_and_puts_it_back():
+    fails(ex15.check_keras_file_facts, facts_by_identify, "helpers.identify")
+    assert _NOTEBOOK_IDENTIFY("tests/data/tf215/sequential.h5").kind == "legacy-h5-model"
 
 
 def test_15_2_stub_is_not_done():
     with pytest.raises(ExerciseNotDone):
-        ex15.check_latest_prefix(not_done)
+        ex15.check_keras_file_facts(not_done)
 
 
 # --------------------------------------------------------------------------- 15.3
@@ -307,6 +498,8 @@ import posixpath  # noqa: E402
 from tests.attack_support import cases as _cases  # noqa: E402
 from tests.attack_support import passes as _attack_passes  # noqa: E402
 from tests.attack_support import rejects as _attack_rejects  # noqa: E402
+from tests.attack_harness import accepted as _strict_accepted  # noqa: E402
+from tests.attack_harness import rejected as _strict_rejected  # noqa: E402
 
 # Today's check gets these wrong (xfail strict: remove an entry when the check is fixed).
 HOLES: dict[str, str] = {}
@@ -508,129 +701,381 @@ def test_prompt_checkpoint_flavour_right(answer):
     _attack_passes(ex15.check_checkpoint_flavour, answer)
 
 
-# ----- 15.2 wrong
+# ----- 15.1 wrong, written again from the prompt after the check changed (a subclassed model, the
+# helper under the name the notebook imported)
 
 
-def _p_state_paths(folder):
-    text = pathlib.Path(folder, "checkpoint").read_text()
-    latest = re.search(r'^model_checkpoint_path:\s*"(.*)"', text, re.M).group(1)
-    every = re.findall(r'^all_model_checkpoint_paths:\s*"(.*)"', text, re.M)
-    return latest.encode().decode("unicode_escape"), [
-        p.encode().decode("unicode_escape") for p in every]
+def p_flav_notebook_identify(prefix):
+    # the notebook imported identify at the top: "I only use it to check myself"
+    kind = _NOTEBOOK_IDENTIFY(str(prefix)).kind
+    return "tf1" if kind.startswith("tf1") else kind.split("-")[-1]
 
 
-def _p_base(path):
-    return ntpath.basename(posixpath.basename(path))
+def p_flav_identify_fallback(prefix):
+    try:
+        return p_flav_notebook_identify(prefix)
+    except Exception:  # noqa: BLE001 - "if identify fails, guess"
+        return p_flav_right_regex(prefix)
 
 
-def p_latest_tf(folder):
-    return tf.train.latest_checkpoint(str(folder))
+def p_flav_module_attribute(prefix):
+    import importlib
+
+    kind = importlib.import_module("helpers.identify").identify(str(prefix)).kind
+    return "tf1" if kind.startswith("tf1") else kind.split("-")[-1]
 
 
-def p_latest_manager(folder):
-    manager = tf.train.CheckpointManager(tf.train.Checkpoint(), str(folder), max_to_keep=None)
-    return manager.latest_checkpoint
+def p_flav_functional_words(prefix):
+    keys = _p_keys(prefix)
+    if _GRAPH_KEY not in keys:
+        return "tf1"
+    if any("_functional" in k or "_layers" in k for k in keys):
+        return "keras3"
+    return "keras2" if any("layer" in k for k in keys) else "module"
 
 
-def p_latest_newest_mtime(folder):
-    newest = max(glob.glob(os.path.join(folder, "*.index")), key=os.path.getmtime)
-    return newest[: -len(".index")]
+def p_flav_underscore_means_keras3(prefix):
+    # "Keras 3 names start with '_'", checked before Keras 2
+    keys = _p_object_keys(prefix)
+    if _GRAPH_KEY not in _p_keys(prefix):
+        return "tf1"
+    if any(part.startswith("_") for k in keys for part in k.split("/")[:-2]):
+        return "keras3"
+    return "keras2" if any("layer_with_weights" in k for k in keys) else "module"
 
 
-def p_latest_sorted_name(folder):
-    return sorted(glob.glob(os.path.join(folder, "*.index")))[-1][: -len(".index")]
+def p_flav_iterations_means_keras2(prefix):
+    # "an optimizer with _iterations is a Keras 2 optimizer"
+    keys = _p_keys(prefix)
+    if _GRAPH_KEY not in keys:
+        return "tf1"
+    if any("layer_with_weights" in k or "_iterations" in k for k in keys):
+        return "keras2"
+    if any(w in k for k in keys for w in _K3_WORDS):
+        return "keras3"
+    return "module"
 
 
-def p_latest_highest_number(folder):
-    def number(path):
-        found = re.search(r"-(\d+)\.index$", path)
-        return int(found.group(1)) if found else -1
-
-    return max(glob.glob(os.path.join(folder, "*.index")), key=number)[: -len(".index")]
-
-
-def p_latest_with_index(folder):
-    latest, _ = _p_state_paths(folder)
-    return os.path.join(folder, _p_base(latest)) + ".index"
+def p_flav_operations_index(prefix):
+    # Keras 3 = layers numbered under _operations
+    keys = _p_keys(prefix)
+    if _GRAPH_KEY not in keys:
+        return "tf1"
+    if any(re.search(r"_operations/\d+/", k) for k in keys):
+        return "keras3"
+    return "keras2" if any(re.search(r"layer(_with_weights)?-\d+", k) for k in keys) else "module"
 
 
-def p_latest_raw_state_path(folder):
-    latest, _ = _p_state_paths(folder)
-    return latest if os.path.isabs(latest) else os.path.join(folder, latest)
+def p_flav_kernel_suffix_only(prefix):
+    # Keras 3's Dense names its kernel '_kernel': nothing else needed
+    keys = _p_keys(prefix)
+    if _GRAPH_KEY not in keys:
+        return "tf1"
+    if any("layer_with_weights" in k for k in keys):
+        return "keras2"
+    return "keras3" if any(k.split("/")[-3] == "_kernel" for k in keys if "/" in k) else "module"
 
 
-def p_latest_basename_only(folder):
-    latest, _ = _p_state_paths(folder)
-    return _p_base(latest)
+# ----- 15.1 right, new
 
 
-def p_latest_posix_basename(folder):
-    # os.path.basename on Linux does not split a Windows path
-    latest, _ = _p_state_paths(folder)
-    return os.path.join(folder, os.path.basename(latest))
+def p_flav_right_parts(prefix):
+    keys = _p_keys(prefix)
+    if _GRAPH_KEY not in keys:
+        return "tf1"
+    parts = {part for key in keys for part in key.split("/")}
+    if any(re.fullmatch(r"layer(_with_weights)?-\d+", part) for part in parts):
+        return "keras2"
+    if parts & {"_functional", "_operations", "_layers", "_kernel", "_trainable_variables"}:
+        return "keras3"
+    return "module"
 
 
-def p_latest_first_listed(folder):
-    _, every = _p_state_paths(folder)
-    return os.path.join(folder, _p_base(every[0]))
+def p_flav_right_reader(prefix):
+    names = tf.compat.v1.train.NewCheckpointReader(os.fspath(prefix)).get_variable_to_dtype_map()
+    if _GRAPH_KEY not in names:
+        return "tf1"
+    text = " ".join(names)
+    if re.search(r"(^|/| )layer(_with_weights)?-\d+/", text):
+        return "keras2"
+    return "keras3" if re.search(r"/(_functional|_operations|_layers|_kernel|_trainable_variables)/",
+                                 text) else "module"
 
 
-def p_latest_last_listed(folder):
-    _, every = _p_state_paths(folder)
-    return os.path.join(folder, _p_base(every[-1]))
+def p_flav_right_object_graph_helper(prefix):
+    from helpers.errors import NameBasedCheckpointError
+    from helpers.object_graph import read_object_graph
+
+    try:
+        edges = {edge.name for edge in read_object_graph(os.fspath(prefix), include_empty=True).edges}
+    except NameBasedCheckpointError:
+        return "tf1"
+    if any(re.fullmatch(r"layer(_with_weights)?-\d+", edge) for edge in edges):
+        return "keras2"
+    return "keras3" if edges & {"_functional", "_operations", "_layers", "_kernel"} else "module"
 
 
-def p_latest_rewrites_state(folder):
-    # "fix" the state file so that tf.train.latest_checkpoint works
-    latest, every = _p_state_paths(folder)
-    tf.compat.v1.train.update_checkpoint_state(
-        str(folder), _p_base(latest), [_p_base(p) for p in every])
-    return tf.train.latest_checkpoint(str(folder))
+FLAV_WRONG_AGAIN = [p_flav_notebook_identify, p_flav_identify_fallback, p_flav_module_attribute,
+                    p_flav_functional_words, p_flav_underscore_means_keras3, p_flav_iterations_means_keras2,
+                    p_flav_operations_index, p_flav_kernel_suffix_only]
+FLAV_RIGHT_AGAIN = [p_flav_right_parts, p_flav_right_reader, p_flav_right_object_graph_helper]
+
+
+@pytest.mark.parametrize("answer", _cases(FLAV_WRONG_AGAIN, HOLES))
+def test_prompt_checkpoint_flavour_wrong_again(answer):
+    _hint_fits(_strict_rejected(ex15.check_checkpoint_flavour, answer))
+
+
+@pytest.mark.parametrize("answer", _cases(FLAV_RIGHT_AGAIN, HOLES))
+def test_prompt_checkpoint_flavour_right_again(answer):
+    _strict_accepted(ex15.check_checkpoint_flavour, answer)
+
+
+def _hint_fits(hint):
+    """One short block from the check itself: not a raw error, not the learner's traceback."""
+    assert hint.startswith("Exercise 15.") and len(hint) <= 300, hint
+    assert "Traceback" not in hint and "your code raised" not in hint, hint
+
+
+# ----- 15.2 wrong (the prompt: the Keras version the file records or None, and whether it holds
+# optimizer values; any Keras 2 or 3 model or weights file, under any name; zipfile, h5py, json)
+
+
+def _p_zip_weights(path):
+    import io
+    import zipfile
+
+    import h5py
+
+    archive = zipfile.ZipFile(path)
+    return archive, h5py.File(io.BytesIO(archive.read("model.weights.h5")), "r")
+
+
+def p_facts_suffix(path):
+    import json
+    import zipfile
+
+    import h5py
+
+    path = str(path)
+    if path.endswith(".keras"):
+        with zipfile.ZipFile(path) as archive:
+            version = json.loads(archive.read("metadata.json"))["keras_version"]
+        _, weights = _p_zip_weights(path)
+        return version, "optimizer" in weights
+    with h5py.File(path, "r") as file:
+        return file.attrs.get("keras_version"), "optimizer_weights" in file or "optimizer" in file
+
+
+def p_facts_running_keras(path):
+    # "the version is the Keras I have"
+    _, optimizer = p_facts_right_first_bytes(path)
+    return keras.__version__, optimizer
+
+
+def p_facts_major_only(path):
+    version, optimizer = p_facts_right_first_bytes(path)
+    return (version.split(".")[0] if version else None), optimizer
+
+
+def p_facts_compile_config(path):
+    import json
+    import zipfile
+
+    import h5py
+
+    version, _ = p_facts_right_first_bytes(path)
+    if zipfile.is_zipfile(path):
+        with zipfile.ZipFile(path) as archive:
+            return version, bool(json.loads(archive.read("config.json")).get("compile_config"))
+    with h5py.File(path, "r") as file:
+        return version, "training_config" in file.attrs
+
+
+def p_facts_optimizer_key_only(path):
+    # the zip's group is 'optimizer': the same name everywhere?
+    import zipfile
+
+    import h5py
+
+    version, _ = p_facts_right_first_bytes(path)
+    if zipfile.is_zipfile(path):
+        _, weights = _p_zip_weights(path)
+        return version, "optimizer" in weights
+    with h5py.File(path, "r") as file:
+        return version, "optimizer" in file
+
+
+def p_facts_weights_file_has_none(path):
+    # "a weights file holds weights, not optimizer state"
+    version, optimizer = p_facts_right_first_bytes(path)
+    return version, False if str(path).endswith(".weights.h5") else optimizer
+
+
+def p_facts_not_only_layers(path):
+    # anything besides the model's own weights is optimizer state
+    import zipfile
+
+    import h5py
+
+    version, _ = p_facts_right_first_bytes(path)
+    if zipfile.is_zipfile(path):
+        _, weights = _p_zip_weights(path)
+        return version, any(group != "layers" for group in weights)
+    with h5py.File(path, "r") as file:
+        return version, any(group not in ("layers", "model_weights") for group in file)
+
+
+def p_facts_model_config_version(path):
+    # the version from the model's config (Keras 2 writes it there)
+    import json
+    import zipfile
+
+    import h5py
+
+    _, optimizer = p_facts_right_first_bytes(path)
+    if zipfile.is_zipfile(path):
+        with zipfile.ZipFile(path) as archive:
+            return json.loads(archive.read("config.json")).get("keras_version"), optimizer
+    with h5py.File(path, "r") as file:
+        config = file.attrs.get("model_config")
+        return (json.loads(config).get("keras_version") if config else None), optimizer
+
+
+def p_facts_count(path):
+    import zipfile
+
+    import h5py
+
+    version, _ = p_facts_right_first_bytes(path)
+    names = []
+    if zipfile.is_zipfile(path):
+        _, weights = _p_zip_weights(path)
+        weights.visit(names.append)
+    else:
+        with h5py.File(path, "r") as file:
+            file.visit(names.append)
+    return version, sum(name.startswith("optimizer") for name in names)
+
+
+def p_facts_guess_weights_version(path):
+    # a .weights.h5 has the Keras 3 layout, so Keras 3 wrote it
+    version, optimizer = p_facts_right_first_bytes(path)
+    return (keras.__version__ if version is None else version), optimizer
+
+
+def p_facts_identify(path):
+    info = _NOTEBOOK_IDENTIFY(str(path))
+    return info.written_by.get("Keras"), bool(info.holds.get("optimizer state"))
+
+
+def p_facts_read_write_mode(path):
+    # 'r+' "to be able to read attributes"
+    import zipfile
+
+    import h5py
+
+    if zipfile.is_zipfile(path):
+        return p_facts_right_first_bytes(path)
+    with h5py.File(path, "r+") as file:
+        file.attrs["checked"] = True
+    return p_facts_right_first_bytes(path)
 
 
 # ----- 15.2 right
 
 
-def p_latest_right_proto(folder):
-    from google.protobuf import text_format
-    from tensorflow.python.checkpoint import checkpoint_management
+def p_facts_right_first_bytes(path):
+    import io
+    import json
+    import zipfile
 
-    state = checkpoint_management.CheckpointState()
-    text_format.Merge(pathlib.Path(folder, "checkpoint").read_text(), state)
-    name = state.model_checkpoint_path.replace("\\", "/").rsplit("/", 1)[-1]
-    return os.path.join(folder, name)
+    import h5py
 
-
-def p_latest_right_get_state(folder):
-    state = tf.train.get_checkpoint_state(str(folder))
-    name = ntpath.basename(posixpath.basename(state.model_checkpoint_path))
-    return str(pathlib.Path(folder) / name)
-
-
-def p_latest_right_first_line(folder):
-    with open(os.path.join(folder, "checkpoint"), encoding="utf-8") as state:
-        for line in state:
-            if line.startswith("model_checkpoint_path"):
-                value = line.split(":", 1)[1].strip().strip('"')
-                return os.path.join(folder, re.split(r"[\\/]+", value)[-1])
-    raise ValueError("no model_checkpoint_path")
-
-
-LATEST_WRONG = [p_latest_tf, p_latest_manager, p_latest_newest_mtime, p_latest_sorted_name,
-                p_latest_highest_number, p_latest_with_index, p_latest_raw_state_path,
-                p_latest_basename_only, p_latest_posix_basename, p_latest_first_listed,
-                p_latest_last_listed, p_latest_rewrites_state]
-LATEST_RIGHT = [p_latest_right_proto, p_latest_right_get_state, p_latest_right_first_line]
+    with open(path, "rb") as file:
+        head = file.read(4)
+    if head == b"PK\x03\x04":
+        with zipfile.ZipFile(path) as archive:
+            version = json.loads(archive.read("metadata.json")).get("keras_version")
+            with h5py.File(io.BytesIO(archive.read("model.weights.h5")), "r") as weights:
+                names = []
+                weights.visititems(lambda name, item: names.append(name)
+                                   if isinstance(item, h5py.Dataset) else None)
+        return version, any(name.startswith("optimizer/") for name in names)
+    with h5py.File(path, "r") as file:
+        version = file.attrs.get("keras_version")
+        names = []
+        file.visititems(lambda name, item: names.append(name) if isinstance(item, h5py.Dataset) else None)
+    if isinstance(version, bytes):
+        version = version.decode("utf-8")
+    return version, any(name.startswith(("optimizer/", "optimizer_weights/")) for name in names)
 
 
-@pytest.mark.parametrize("answer", _cases(LATEST_WRONG, HOLES))
-def test_prompt_latest_prefix_wrong(answer):
-    _attack_rejects(ex15.check_latest_prefix, answer, may_raise=True)
+def p_facts_right_is_hdf5(path):
+    import json
+    import zipfile
+
+    import h5py
+
+    path = pathlib.Path(path)
+    if h5py.is_hdf5(path):
+        with h5py.File(path, "r") as file:
+            version = file.attrs.get("keras_version", None)
+            groups = [file[name] for name in ("optimizer", "optimizer_weights") if name in file]
+            arrays = []
+            for group in groups:
+                group.visititems(lambda _, item: arrays.append(1) if isinstance(item, h5py.Dataset) else None)
+            return (None if version is None else str(version)), len(arrays) > 0
+    with zipfile.ZipFile(path) as archive:
+        metadata = json.loads(archive.read("metadata.json"))
+        _, weights = _p_zip_weights(path)
+        with weights:
+            count = []
+            if "optimizer" in weights:
+                weights["optimizer"].visititems(lambda _, item: count.append(isinstance(item, h5py.Dataset)))
+            return metadata.get("keras_version"), any(count)
 
 
-@pytest.mark.parametrize("answer", _cases(LATEST_RIGHT, HOLES))
-def test_prompt_latest_prefix_right(answer):
-    _attack_passes(ex15.check_latest_prefix, answer)
+def p_facts_right_extract(path):
+    import json
+    import tempfile
+    import zipfile
+
+    import h5py
+
+    def optimizer_arrays(file):
+        found = []
+        file.visititems(lambda name, item: found.append(name)
+                        if isinstance(item, h5py.Dataset) and name.split("/")[0] in ("optimizer", "optimizer_weights")
+                        else None)
+        return bool(found)
+
+    if zipfile.is_zipfile(path):
+        with zipfile.ZipFile(path) as archive, tempfile.TemporaryDirectory() as scratch:
+            archive.extract("model.weights.h5", scratch)
+            with h5py.File(os.path.join(scratch, "model.weights.h5"), "r") as file:
+                optimizer = optimizer_arrays(file)
+            return json.loads(archive.read("metadata.json"))["keras_version"], optimizer
+    with h5py.File(path, "r") as file:
+        version = file.attrs["keras_version"] if "keras_version" in file.attrs else None
+        return version, optimizer_arrays(file)
+
+
+FACTS_WRONG = [p_facts_suffix, p_facts_running_keras, p_facts_major_only, p_facts_compile_config,
+               p_facts_optimizer_key_only, p_facts_weights_file_has_none, p_facts_not_only_layers,
+               p_facts_model_config_version, p_facts_count, p_facts_guess_weights_version,
+               p_facts_identify, p_facts_read_write_mode]
+FACTS_RIGHT = [p_facts_right_first_bytes, p_facts_right_is_hdf5, p_facts_right_extract]
+
+
+@pytest.mark.parametrize("answer", _cases(FACTS_WRONG, HOLES))
+def test_prompt_keras_file_facts_wrong(answer):
+    _hint_fits(_strict_rejected(ex15.check_keras_file_facts, answer))
+
+
+@pytest.mark.parametrize("answer", _cases(FACTS_RIGHT, HOLES))
+def test_prompt_keras_file_facts_right(answer):
+    _strict_accepted(ex15.check_keras_file_facts, answer)
 
 
 # ----- 15.3 wrong

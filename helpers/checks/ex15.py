@@ -7,21 +7,112 @@ is wrong when the answer is not right.
 
 from __future__ import annotations
 
+import contextlib
+import gc
+import hashlib
+import logging
 import os
+import shutil
 import tempfile
-import time
-from collections.abc import Callable
-from unittest import mock
+import types
+import warnings
+import zipfile
+from collections.abc import Callable, Iterator
 
 import keras
 import numpy as np
 import tensorflow as tf
 
-from helpers.checks import exercise_check, require
+import helpers.identify
+from helpers.checks import CheckFailed, Hint, exercise_check, require
 
-__all__ = ["check_checkpoint_flavour", "check_latest_prefix", "check_predict_any"]
+__all__ = ["check_checkpoint_flavour", "check_keras_file_facts", "check_predict_any"]
 
 V1 = tf.compat.v1
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """No TensorFlow, absl or Python warning lines while a check runs: the learner reads only the hint.
+
+    TensorFlow logs through the "tensorflow" logger (``ERROR:tensorflow:Couldn't match files...``),
+    Keras through absl's; both levels are put back as they were, also when the check fails.
+    """
+    loggers = [logging.getLogger(name) for name in ("tensorflow", "absl")]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.CRITICAL + 1)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+            gc.collect()  # a dropped restore status logs its unrestored values when it is collected
+    finally:
+        for logger, level in zip(loggers, levels):
+            logger.setLevel(level)
+
+
+# --------------------------------------------------------------------------- a forbidden helper
+
+_CALLED: list[str] = []
+
+
+def _helper_called(name: str) -> None:
+    """What a forbidden function runs instead of its own code: note the call, and stop the answer."""
+    _CALLED.append(name)
+    raise CheckFailed(_FORBIDDEN_HINT)
+
+
+_STAND_IN = "_course_check_forbids_this"  # set in the forbidden module's globals while a check runs
+
+
+def _forbidden(*args, **kwargs):
+    # This code runs with the globals of the function whose code it replaced: the name below is
+    # put there by `_without`, so nothing is imported back up.
+    _course_check_forbids_this()  # noqa: F821
+
+
+_FORBIDDEN_HINT = Hint(
+    idea="this exercise asks you to read the file yourself, as the chapter's sections before it do: "
+         "helpers.identify gives the answer away, under whatever name you imported it",
+    fix="do not call identify (nor anything from helpers.identify): read the keys or the file with "
+        "the libraries the exercise names",
+    kind="forbidden helper")
+
+
+@contextlib.contextmanager
+def _without(module: types.ModuleType) -> Iterator[None]:
+    """Every function ``module`` defines raises while the block runs, under any name it is bound to.
+
+    A notebook that ran ``from helpers.identify import identify`` holds the function object
+    itself, so replacing the module's attribute would not reach it: each function's code is
+    replaced instead, and put back after.
+    """
+    saved = {}
+    for value in vars(module).values():
+        if isinstance(value, types.FunctionType):
+            functions = [value]
+        elif isinstance(value, type) and value.__module__ == module.__name__:
+            functions = [member for member in vars(value).values() if isinstance(member, types.FunctionType)]
+        else:
+            functions = []
+        for function in functions:
+            if function.__module__ == module.__name__ and not function.__code__.co_freevars:
+                saved[function] = function.__code__
+    _CALLED.clear()
+    setattr(module, _STAND_IN, lambda: _helper_called(module.__name__))
+    try:
+        for function in saved:
+            function.__code__ = _forbidden.__code__
+        yield
+    finally:
+        for function, code in saved.items():
+            function.__code__ = code
+        delattr(module, _STAND_IN)
+
+
+def _require_no_forbidden_call() -> None:
+    require(not _CALLED, _FORBIDDEN_HINT)
 
 
 # --------------------------------------------------------------------------- 15.1
@@ -79,130 +170,232 @@ def _flavour_fixtures(folder: str) -> dict[str, tuple[str, str]]:
     sequential = keras.Sequential([keras.Input((2,)), keras.layers.Dense(2), keras.layers.BatchNormalization()])
     fixtures["a Keras 3 Sequential without an optimizer"] = (
         tf.train.Checkpoint(network=sequential).write(path("e", "net")), "keras3")
+    fixtures["a subclassed Keras 3 model"] = (
+        tf.train.Checkpoint(classifier=_subclassed()).write(path("h", "net")), "keras3")
     fixtures["Keras 2 keys, weights only"] = (_keras2_layout(path("f", "net"), False), "keras2")
     fixtures["Keras 2 keys with an optimizer"] = (_keras2_layout(path("g", "net"), True), "keras2")
+    private = tf.Module()
+    private.scale = tf.Variable([2.0, 3.0])
+    private._offset = tf.Variable(-1.0)  # a private name of the learner's code, no Keras sign
+    fixtures["a tf.Module with a private attribute"] = (
+        tf.train.Checkpoint(net=private).write(path("i", "net")), "module")
     return fixtures
 
 
-def _no_identify(*args, **kwargs):
-    raise AssertionError("this exercise asks you to read the keys yourself: do not call helpers.identify")
+class _Scale(keras.layers.Layer):
+    """A layer of the learner's kind: its weights are named by the code (``w``, ``b``)."""
+
+    def build(self, input_shape):
+        self.w = self.add_weight(shape=(input_shape[-1],), initializer="ones", name="w")
+        self.b = self.add_weight(shape=(), initializer="zeros", name="b")
+
+    def call(self, x):
+        return x * self.w + self.b
+
+
+class _Classifier(keras.Model):
+    """A subclassed Keras 3 model: no '_functional' or '_operations' in its keys."""
+
+    def __init__(self):
+        super().__init__()
+        self.scale_layer = _Scale()  # a name with 'layer' in it: no Keras 2 sign
+        self.head = keras.layers.Dense(2)
+
+    def call(self, x):
+        return self.head(self.scale_layer(x))
+
+
+def _subclassed() -> keras.Model:
+    model = _Classifier()
+    model(np.ones((1, 3), np.float32))  # built, so that its variables exist
+    return model
 
 
 @exercise_check("15.1")
 def check_checkpoint_flavour(checkpoint_flavour: Callable[[str], str]) -> str:
-    with tempfile.TemporaryDirectory() as folder:
+    with _quiet(), tempfile.TemporaryDirectory() as folder:
         fixtures = _flavour_fixtures(folder)
-        with mock.patch("helpers.identify.identify", _no_identify):
+        with _without(helpers.identify):
             for label, (prefix, expected) in fixtures.items():
                 got = checkpoint_flavour(prefix)
-                require(got == expected, f"for {label} you returned {got!r}, expected {expected!r}. "
-                        + _FLAVOUR_HINTS[expected])
-    return (f"{len(fixtures)} checkpoints named right: TF1 with and without .meta, a TF2 module with a "
-            ".meta beside it, Keras 3 and Keras 2 keys")
+                _require_no_forbidden_call()
+                rule = "not tf1" if got == "tf1" else expected
+                idea, fix = _FLAVOUR_HINTS[rule]
+                seen = f"for {label} you returned {got!r:.12}, expected {expected!r}. "
+                require(got == expected, Hint(seen + idea, seen + fix, kind=f"flavour {rule}"))
+    return (f"{len(fixtures)} checkpoints named right: TF1 with and without .meta, TF2 modules (one "
+            "with a .meta beside it), Keras 3 (functional, Sequential, subclassed) and Keras 2 keys")
 
 
+_SECTION = 'section "Checkpoints: which flavour"'
+# (the rule, and where the chapter shows it; the precise fix): a hint in two steps.
 _FLAVOUR_HINTS = {
-    "tf1": "A name-based checkpoint has no '_CHECKPOINTABLE_OBJECT_GRAPH' key; a .meta file proves nothing.",
-    "module": ("A tf.Module's keys hold its attribute names, no Keras edges; and a .meta beside a "
-               "checkpoint does not make it TF1: look for the object graph key."),
-    "keras3": ("Keras 3 paths hold edges such as '_functional', '_operations' or '_kernel'; with an "
-               "optimizer its variables may be keyed under 'optimizer/_trainable_variables/N'."),
-    "keras2": "Keras 2 paths hold 'layer_with_weights-N' or 'layer-N' edges; Keras 3 ones do not.",
+    "tf1": (f"A TF1 Saver keys each variable by its graph name and stores no object graph; files "
+            f"beside a prefix prove nothing ({_SECTION}).",
+            "No '_CHECKPOINTABLE_OBJECT_GRAPH' key means 'tf1'; a .meta beside it does not."),
+    "not tf1": (f"An object-based checkpoint stores its object graph, whatever files lie beside the "
+                f"prefix ({_SECTION}).",
+                "Say 'tf1' only when the '_CHECKPOINTABLE_OBJECT_GRAPH' key is missing: a .meta beside "
+                "the prefix does not make it TF1."),
+    "module": (f"A key is the path of names from the root: a tf.Module's are only the "
+               f"names its code gave, `_private` ones too, none of Keras' ({_SECTION}).",
+               "No 'layer-N' or 'layer_with_weights-N' part, and none of '_functional', "
+               "'_operations', '_layers', '_kernel': 'module'."),
+    "keras3": (f"Keras 3 keys hold Keras' names (starting with '_'): in a subclassed model "
+               f"after your layer names; beside an optimizer, under its '_trainable_variables' "
+               f"({_SECTION}).",
+               "A part (split at '/') among '_functional', '_operations', '_layers', '_kernel', "
+               "'_trainable_variables' means 'keras3'."),
+    "keras2": (f"Keras 2 names a Sequential or functional model's layers by their position, not by "
+               f"attribute names ({_SECTION}).",
+               "A part 'layer-N' or 'layer_with_weights-N' means 'keras2' (its optimizer's "
+               "'_variables' is no Keras 3 sign)."),
 }
 
 
 # --------------------------------------------------------------------------- 15.2
 
 
-def _manager_folder(folder: str, other_machine: str) -> str:
-    """ckpt-1 .. ckpt-10 (latest ckpt-10), ckpt-9 touched last, the state file naming other paths."""
-    step = tf.Variable(0)
-    checkpoint = tf.train.Checkpoint(step=step, weights=tf.Variable([1.0, 2.0]))
-    manager = tf.train.CheckpointManager(checkpoint, folder, max_to_keep=3)
-    for value in range(1, 11):
-        step.assign(value)
-        manager.save(checkpoint_number=value)
-    later = time.time() + 5
-    os.utime(os.path.join(folder, "ckpt-9.index"), (later, later))
-    for name in os.listdir(folder):
-        if name.startswith("ckpt-9."):
-            os.utime(os.path.join(folder, name), (later, later))
-    separator = "\\" if other_machine[1:2] == ":" else "/"
-    names = [f"{other_machine}{separator}ckpt-{n}" for n in (8, 9, 10)]
-    quoted = lambda text: '"' + text.replace("\\", "\\\\") + '"'  # noqa: E731
-    lines = [f"model_checkpoint_path: {quoted(names[-1])}"]
-    lines += [f"all_model_checkpoint_paths: {quoted(n)}" for n in names]
-    with open(os.path.join(folder, "checkpoint"), "w") as state:
-        state.write("\n".join(lines) + "\n")
-    return folder
+def _keras3_files(folder: str) -> list[tuple[str, str, tuple[str | None, bool]]]:
+    """Keras 3 files of every layout it writes, with a model never compiled and one trained."""
+    keras.utils.set_random_seed(152)
+    version = keras.__version__
+
+    def model() -> keras.Model:
+        inputs = keras.Input((3,), name="signal")
+        hidden = keras.layers.BatchNormalization(name="norm")(keras.layers.Dense(4, name="body")(inputs))
+        return keras.Model(inputs, keras.layers.Dense(2, name="score")(hidden), name="meter")
+
+    fresh, trained = model(), model()
+    trained.compile(optimizer=keras.optimizers.Adam(0.01), loss="mse")
+    trained.fit(np.linspace(-1, 1, 24).reshape(8, 3), np.ones((8, 2)), epochs=2, verbose=0)
+    path = lambda name: os.path.join(folder, name)  # noqa: E731
+    fresh.save(path("fresh_model.keras"))
+    trained.save(path("run_7.keras"))
+    fresh.save_weights(path("fresh.weights.h5"))
+    trained.save_weights(path("run_7.weights.h5"))
+    trained.save(path("run_7_legacy.h5"))
+    fresh.save(path("fresh_legacy.hdf5"))
+    shutil.copyfile(path("run_7.keras"), path("renamed_run.h5"))  # a zip someone gave an .h5 name
+    return [
+        ("a Keras 3 .keras of a trained model", path("run_7.keras"), (version, True)),
+        ("a Keras 3 .keras of a model never compiled", path("fresh_model.keras"), (version, False)),
+        ("a Keras 3 .weights.h5 of a trained model", path("run_7.weights.h5"), (None, True)),
+        ("a Keras 3 .weights.h5 of a model never compiled", path("fresh.weights.h5"), (None, False)),
+        ("a Keras 3 legacy .h5 of a trained model", path("run_7_legacy.h5"), (version, True)),
+        ("a Keras 3 legacy HDF5 model never compiled", path("fresh_legacy.hdf5"), (version, False)),
+        ("a Keras 3 .keras zip renamed to .h5", path("renamed_run.h5"), (version, True)),
+    ]
 
 
-def _rolled_back(folder: str, listed: tuple[int, ...]) -> str:
-    """ckpt-8 .. ckpt-10 on disk; the state file rolled back to name ckpt-8, listing them in ``listed`` order."""
-    step = tf.Variable(0)
-    manager = tf.train.CheckpointManager(tf.train.Checkpoint(step=step), folder, max_to_keep=3)
-    for value in range(1, 11):
-        step.assign(value)
-        manager.save(checkpoint_number=value)
-    quoted = lambda number: '"' + os.path.join(os.path.abspath(folder), f"ckpt-{number}") + '"'  # noqa: E731
-    lines = [f"model_checkpoint_path: {quoted(8)}"] + [f"all_model_checkpoint_paths: {quoted(n)}" for n in listed]
-    with open(os.path.join(folder, "checkpoint"), "w") as state:
-        state.write("\n".join(lines) + "\n")
-    return folder
+# The course's stored files written by Keras 2 (tests/data), under names other than the notebook's.
+_KERAS2_FILES = [
+    ("tf215", "functional_bn", "old_trained.h5", "a Keras 2.15 .h5 of a trained model", ("2.15.0", True)),
+    ("tf215", "sequential", "old_plain.h5", "a Keras 2.15 .h5 never compiled", ("2.15.0", False)),
+    ("tf215", "sequential_weights", "old_weights.h5", "a Keras 2.15 weights-only .h5", ("2.15.0", False)),
+    ("tf212", "functional_bn_keras", "old_2_12.keras", "a Keras 2.12 HDF5 file named .keras",
+     ("2.12.0", True)),
+    ("tf215", "functional_bn_keras", "old_2_15.keras", "a Keras 2.15 .keras zip", ("2.15.0", True)),
+    ("tf215", "functional_bn_weights_new", "old_2_15.weights.h5", "a Keras 2.15 .weights.h5", (None, True)),
+]
+
+
+def _facts_fixtures(folder: str) -> list[tuple[str, str, tuple[str | None, bool]]]:
+    fixtures = _keras3_files(folder)
+    for source, name, new_name, label, expected in _KERAS2_FILES:
+        copied, _ = helpers.identify.stored_real_file(source, name, os.path.join(folder, "stored"))
+        target = os.path.join(folder, new_name)
+        os.replace(copied, target)
+        fixtures.append((label, target, expected))
+    return fixtures
+
+
+def _fingerprint(path: str) -> tuple[str, float]:
+    with open(path, "rb") as file:
+        return hashlib.sha256(file.read()).hexdigest(), os.path.getmtime(path)
+
+
+_READ = 'section "What a file records"'
+
+
+def _version_hint(label: str, got: object, expected: str | None) -> Hint:
+    seen = f"for {label} you returned the version {got!r:.24}, the file records {expected!r}. "
+    if expected is None:
+        return Hint(seen + f"A .weights.h5 records no Keras version; the Keras running here did not write it "
+                           f"({_READ}).",
+                    seen + "Return None when there is no metadata.json and no 'keras_version' attribute.",
+                    kind="version none")
+    if got == keras.__version__:
+        return Hint(seen + f"The version is the one that wrote the file, read from the file, not the one "
+                           f"running here ({_READ}).",
+                    seen + "Read metadata.json's 'keras_version' (a zip) or the HDF5 root attribute "
+                           "'keras_version'.", kind="version of this Keras")
+    return Hint(seen + f"A .keras zip and a legacy HDF5 file each record the version that wrote them "
+                       f"({_READ}).",
+                seen + "A zip: json.loads(archive.read('metadata.json'))['keras_version']; HDF5: "
+                       "file.attrs['keras_version'].", kind="version")
+
+
+def _optimizer_hint(label: str, got: bool, expected: bool) -> Hint:
+    seen = f"for {label} you returned {got}, the file {'holds' if expected else 'holds no'} optimizer values. "
+    if expected and "weights.h5" in label:
+        idea = f"A .weights.h5 holds the optimizer's values too when the model had one ({_READ})."
+    elif expected:
+        idea = (f"Optimizer values are stored as arrays in the weights' file, under the optimizer's "
+                f"group (not as settings; {_READ}).")
+    else:
+        idea = f"Only arrays of an optimizer count: a model never compiled has none ({_READ})."
+    return Hint(seen + idea, seen + "Look for arrays under 'optimizer_weights' (legacy HDF5) or "
+                                    "'optimizer' (a .weights.h5, or model.weights.h5 in a zip).",
+                kind=f"optimizer {expected}")
+
+
+_NAME_IS_NOT_FORMAT = Hint(
+    idea="a file's name is not its format: Keras 2.12 wrote HDF5 under .keras, and anyone can rename a "
+         'zip (section "One call names each of them")',
+    fix="choose by content: zipfile.is_zipfile(path), else h5py.File(path, 'r'); never by the suffix",
+    kind="name is not format")
+
+
+def _call(keras_file_facts: Callable[[str], object], label: str, path: str) -> object:
+    """The learner's answer for one file; opening a file as the format its name suggests gets a hint."""
+    try:
+        return keras_file_facts(path)
+    except zipfile.BadZipFile:
+        raise CheckFailed(_NAME_IS_NOT_FORMAT) from None
+    except OSError as error:
+        if "signature not found" not in str(error):
+            raise
+        raise CheckFailed(_NAME_IS_NOT_FORMAT) from None
 
 
 @exercise_check("15.2")
-def check_latest_prefix(latest_prefix: Callable[[str], str]) -> str:
-    with tempfile.TemporaryDirectory() as root:
-        cases = [(os.path.join(root, "here"), None, "ckpt-10"),
-                 (os.path.join(root, "linux run"), "/home/kim/runs/exp 3", "ckpt-10"),
-                 (os.path.join(root, "windows"), "D:\\runs\\exp4", "ckpt-10"),
-                 (os.path.join(root, "rolled back"), (8, 9, 10), "ckpt-8"),
-                 (os.path.join(root, "rolled back, listed newest first"), (10, 9, 8), "ckpt-8")]
-        for folder, other, latest in cases:
-            os.makedirs(folder)
-            if other is None:
-                step = tf.Variable(0)
-                manager = tf.train.CheckpointManager(tf.train.Checkpoint(step=step), folder, max_to_keep=3)
-                for value in range(1, 11):
-                    step.assign(value)
-                    manager.save(checkpoint_number=value)
-                later = time.time() + 5
-                os.utime(os.path.join(folder, "ckpt-9.index"), (later, later))
-            elif isinstance(other, tuple):
-                _rolled_back(folder, other)
-            else:
-                _manager_folder(folder, other)
-            before = {n: os.path.getmtime(os.path.join(folder, n)) for n in os.listdir(folder)}
-            got = latest_prefix(folder)
-            require(isinstance(got, (str, os.PathLike)), f"return the prefix as a str, not {type(got).__name__}"
-                    + (" (tf.train.latest_checkpoint returns None when the path the state file names is "
-                       "not on this machine)" if got is None else ""))
-            got = os.fspath(got)
-            require(not got.endswith((".index", ".data-00000-of-00001")),
-                    f"you returned a file ({os.path.basename(got)!r}): return the prefix, without .index")
-            where = ("the state file names another machine's paths" if isinstance(other, str) else
-                     "the state file was rolled back to name ckpt-8" if other else "a folder of ten saves")
-            name = os.path.basename(got)
-            require("\\" not in name, f"{where}: you returned {name!r}. The state file names a Windows path: "
-                    "split it at '\\' as well as '/' (ntpath.basename) to get the checkpoint's name.")
-            if isinstance(other, tuple):
-                require(name == latest, f"{where} although ckpt-10 exists: you returned {name!r}. Its "
-                        "model_checkpoint_path decides, not the highest number nor the order of the list.")
-            require(name == latest,
-                    f"{where}: you returned {name!r}, the latest is {latest!r}. The state "
-                    "file says which is latest: not file times, not sorted names ('ckpt-9' > 'ckpt-10').")
-            require(os.path.dirname(got) != "",
-                    f"{where}: you returned the bare name {got!r}, not a prefix in this folder: return a "
-                    "path inside the folder (os.path.join(folder, name)).")
-            require(os.path.isfile(got + ".index"),
-                    f"{where}: {got!r} is not a prefix in this folder. The state file records the path "
-                    "where it was written (CheckpointManager.latest_checkpoint returns it as is): find "
-                    "that checkpoint's name in the folder itself.")
-            after = {n: os.path.getmtime(os.path.join(folder, n)) for n in os.listdir(folder)}
-            require(before == after, "the folder changed: finding the latest checkpoint must not write")
-    return ("the checkpoint the state file names found in the folder: ten saves here, another machine's "
-            "paths (Linux, Windows), a state file rolled back to an earlier save")
+def check_keras_file_facts(keras_file_facts: Callable[[str], object]) -> str:
+    with _quiet(), tempfile.TemporaryDirectory() as folder:
+        fixtures = _facts_fixtures(folder)
+        before = {path: _fingerprint(path) for _, path, _ in fixtures}
+        with _without(helpers.identify):
+            for label, path, (version, optimizer) in fixtures:
+                got = _call(keras_file_facts, label, path)
+                _require_no_forbidden_call()
+                require(isinstance(got, tuple) and len(got) == 2,
+                        f"for {label} you returned {type(got).__name__} {got!r:.60}: return a pair, a "
+                        "tuple (version, optimizer), e.g. ('2.15.0', True)")
+                got_version, got_optimizer = got
+                require(not isinstance(got_version, bytes), f"for {label} the version is bytes "
+                        f"({got_version!r:.24}): return a str (.decode())")
+                require(got_version is None or isinstance(got_version, str),
+                        f"for {label} the version is a {type(got_version).__name__}: return the text the "
+                        "file records, or None")
+                require(got_version == version, _version_hint(label, got_version, version))
+                require(isinstance(got_optimizer, (bool, np.bool_)),
+                        f"for {label} the second value is {got_optimizer!r:.24}: return True or False "
+                        "(whether any optimizer value is stored), not a count or a name")
+                require(bool(got_optimizer) == optimizer, _optimizer_hint(label, bool(got_optimizer), optimizer))
+                require(_fingerprint(path) == before[path],
+                        f"for {label} the file changed: open it to read only (h5py.File(path, 'r'))")
+    return (f"{len(fixtures)} files read right: Keras 3 and Keras 2 (2.12, 2.15) models, legacy HDF5 and "
+            ".weights.h5 files, with and without optimizer values, under names that do not tell")
 
 
 # --------------------------------------------------------------------------- 15.3
@@ -243,7 +436,7 @@ def _predict_fixtures(folder: str) -> tuple[np.ndarray, dict[str, tuple[str, np.
 
 @exercise_check("15.3")
 def check_predict_any(predict_any: Callable[[str, np.ndarray], np.ndarray]) -> str:
-    with tempfile.TemporaryDirectory() as folder:
+    with _quiet(), tempfile.TemporaryDirectory() as folder:
         x, fixtures = _predict_fixtures(folder)
         for label, (path, expected, expected16) in fixtures.items():
             got = predict_any(path, x.copy())
