@@ -1,4 +1,4 @@
-"""``python -m helpers PATH [--verify] [--json]``: what is this model file, and how do I load it?
+"""``python -m helpers PATH [--verify [--trust]] [--json]``: what is this model file, and how to load it?
 
 Prints ``helpers.identify.identify(PATH)`` as a short report (or JSON with
 stable keys: path, kind, title, is_model, reason, written_by, holds, traps,
@@ -10,16 +10,25 @@ Exit codes:
 * 0: a model file (and, with ``--verify``, the advised code loaded it);
 * 1: not a model file (missing, unreadable, empty, truncated, another format);
 * 2: a model file the advised code could not load here (``--verify`` only),
-  for example because a runtime such as onnxruntime is not installed.
+  for example because a runtime such as onnxruntime is not installed, or code that
+  read only the weights of a whole model (it did not load the model);
+* 3: not verified, nothing run: loading the file would run code it carries (a Lambda's
+  bytecode, a SavedModel's stored functions, modules tf-keras imports by name);
+  ``--trust`` runs it, only for a file you trust.
+
+TensorFlow's log lines and library warnings are kept out of the output.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import textwrap
+import warnings
 
-OK, NOT_A_MODEL, NOT_VERIFIED = 0, 1, 2
+OK, NOT_A_MODEL, NOT_VERIFIED, NOT_TRUSTED = 0, 1, 2, 3
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -28,17 +37,25 @@ def main(argv: list[str] | None = None) -> int:
         prog="what-model-file",
         description="Name a TensorFlow/Keras model file or folder, what wrote it, what it holds, "
                     "its traps and the code that loads it on TF 2.21 / Keras 3.15.",
-        epilog="exit codes: 0 ok, 1 not a model file, 2 could not verify")
+        epilog="exit codes: 0 ok, 1 not a model file, 2 could not verify, "
+               "3 not verified: the file carries code (pass --trust only for a file you trust)")
     parser.add_argument("path", help="a file, a folder or a checkpoint prefix")
     parser.add_argument("--verify", action="store_true",
                         help="run the loading code in a fresh Python and report what it loaded")
+    parser.add_argument("--trust", action="store_true",
+                        help="with --verify: also run code the file carries (a Lambda's bytecode, a "
+                             "SavedModel's functions); only for a file you trust")
     parser.add_argument("--json", action="store_true", help="print JSON (stable keys) for scripts")
     arguments = parser.parse_args(argv)
 
-    from helpers.identify import identify
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # library warnings are not the report
+        _quiet_tensorflow()
+        from helpers.identify import identify
 
-    info = identify(arguments.path)
-    verification = info.verify() if arguments.verify and info.is_model else None
+        info = identify(arguments.path)
+    verification = (info.verify(trust=arguments.trust) if arguments.verify and info.is_model
+                    else None)
     if arguments.json:
         data = info.as_dict()
         if arguments.verify:
@@ -48,10 +65,35 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print(info)
         if verification is not None:
-            print(verification)
+            print(textwrap.fill(str(verification), 100, subsequent_indent="  ",
+                                break_long_words=False, break_on_hyphens=False))
     if not info.is_model:
         return NOT_A_MODEL
-    return OK if verification is None or verification.ok else NOT_VERIFIED
+    if verification is None or verification.ok:
+        return OK
+    return NOT_TRUSTED if verification.untrusted else NOT_VERIFIED
+
+
+def _quiet_tensorflow() -> None:
+    """Import TensorFlow with its C++ and Python logs at errors only (its load banner discarded)."""
+    import logging
+
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # read when TensorFlow's libraries load
+    os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")  # no oneDNN banner
+    sys.stderr.flush()
+    saved = os.dup(2)  # lines written while the C++ libraries load obey no log level
+    try:
+        with open(os.devnull, "w") as devnull:
+            os.dup2(devnull.fileno(), 2)
+            try:
+                import tensorflow  # noqa: F401
+            except ImportError:
+                pass
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+    for name in ("tensorflow", "absl", "h5py"):
+        logging.getLogger(name).setLevel(logging.ERROR)
 
 
 if __name__ == "__main__":

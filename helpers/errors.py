@@ -271,6 +271,18 @@ class NotAKerasFileError(NotACheckpointError):
         return self.args[0]
 
 
+class ArchiveTooLargeError(NotAKerasFileError):
+    """A zip archive (a ``.keras`` file) declares members too large to read safely: a zip bomb,
+    or a member that is no part of a model file. Raised before anything is decompressed.
+
+    Example:
+        >>> raise ArchiveTooLargeError("m.keras", "config.json inflates 1000 times (to 800.0 MiB)")
+        Traceback (most recent call last):
+        ...
+        helpers.errors.ArchiveTooLargeError: 'm.keras' is not a readable Keras file: config.json inflates 1000 times (to 800.0 MiB)
+    """
+
+
 class NotASavedModelError(NotACheckpointError):
     """The path given is not a SavedModel folder TensorFlow can read.
 

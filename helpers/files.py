@@ -25,8 +25,9 @@ import os
 import re
 import shutil
 import tempfile
+import zipfile
 
-from helpers.errors import GlobPathError, NotACheckpointError, NotWritableError, WouldOverwriteError
+from helpers.errors import ArchiveTooLargeError, GlobPathError, NotACheckpointError, NotWritableError, WouldOverwriteError
 
 CHECKPOINT_SUFFIXES = (".index", ".meta")
 DATA_SUFFIX = ".data-"
@@ -268,3 +269,47 @@ def glob_safe_folder(path: str | os.PathLike) -> str:
     link = os.path.join(folder, "saved_model")
     os.symlink(os.path.abspath(text), link, target_is_directory=True)
     return link
+
+
+# --------------------------------------------------------------------------- zip archives (.keras)
+
+MAX_INFLATION = 200  # deflated JSON and HDF5 of real models shrink 2-50 times; a zip bomb ~1000
+MAX_SMALL_MEMBER = 64 << 20  # a .keras file's config.json or metadata.json is kilobytes, not this
+_RATIO_FROM = 1 << 20  # members that inflate to less than this are never refused by their ratio
+
+
+def check_archive_sizes(archive: zipfile.ZipFile, path: str | os.PathLike = "",
+                        small: tuple[str, ...] = ("config.json", "metadata.json")) -> None:
+    """Refuse an archive whose declared sizes would exhaust memory, before any member is read.
+
+    Reads only the zip's central directory: each member's declared size and compressed size.
+    A member that inflates more than ``MAX_INFLATION`` times (past 1 MiB), or a ``small``
+    member (read whole into memory) declared over ``MAX_SMALL_MEMBER`` bytes, raises
+    ``ArchiveTooLargeError`` naming it. ``zipfile`` never inflates a member past its declared
+    size, so the check bounds what reading can cost.
+
+    Example:
+        >>> import io
+        >>> data = io.BytesIO()
+        >>> with zipfile.ZipFile(data, "w", zipfile.ZIP_DEFLATED) as bomb:
+        ...     bomb.writestr("config.json", "[" + " " * (4 << 20) + "]")
+        >>> try:  # doctest: +ELLIPSIS
+        ...     check_archive_sizes(zipfile.ZipFile(data), "m.keras")
+        ... except ArchiveTooLargeError as error:
+        ...     print(str(error).split(": ", 1)[1].split(" (")[0])
+        config.json inflates ... times
+    """
+    text = os.fsdecode(path) if path else str(archive.filename or "")
+    for member in archive.infolist():
+        size, packed = member.file_size, max(member.compress_size, 1)
+        if member.filename in small and size > MAX_SMALL_MEMBER:
+            raise ArchiveTooLargeError(text, f"{member.filename} declares {_mib(size)}, far more than "
+                                             "a model configuration; nothing was read")
+        if size > _RATIO_FROM and size / packed > MAX_INFLATION:
+            raise ArchiveTooLargeError(text, f"{member.filename} inflates {size // packed} times "
+                                             f"({_mib(size)} from {_mib(packed)}): a zip bomb, not a "
+                                             "model file; nothing was read")
+
+
+def _mib(size: int) -> str:
+    return f"{size / (1 << 20):.1f} MiB" if size >= 1 << 20 else f"{size / 1024:.1f} KiB"

@@ -11,7 +11,10 @@ Keras 2, ``model.export``, hub format), a frozen GraphDef, a ``.tflite`` or an
 writes anywhere. The answer says what wrote the file, what it holds, the
 course's silent traps that apply, and the code that loads it on TF 2.21 /
 Keras 3.15; ``.verify()`` runs that code in a fresh Python and says what it
-loaded. It reuses the chapters' recipes (``describe_checkpoint``,
+loaded. Code a file carries (a Lambda's bytecode, a SavedModel's stored functions,
+modules tf-keras imports by name: ``helpers.trust``) is never run unless the user
+passes ``trust=True``; a ``.keras`` archive's declared sizes are checked before any
+member is read (``helpers.files.check_archive_sizes``). It reuses the chapters' recipes (``describe_checkpoint``,
 ``describe_keras_file``, ``describe_saved_model``, ``describe_legacy_h5``,
 ``read_object_graph``); they import TensorFlow only when a file needs them.
 
@@ -22,7 +25,7 @@ Example:
     >>> print(info.verify())                                        # doctest: +SKIP
     verified: Sequential 'sequential': 4 weights, input (None, 4) -> output (None, 3)
 
-From a shell: ``python -m helpers PATH [--verify] [--json]``.
+From a shell: ``python -m helpers PATH [--verify [--trust]] [--json]``.
 """
 
 from __future__ import annotations
@@ -39,8 +42,9 @@ import zipfile
 from dataclasses import dataclass, field
 from typing import Any
 
-from helpers.errors import NotAModelFileError, VerificationError, first_line
-from helpers.files import path_text
+from helpers.errors import ArchiveTooLargeError, NotAModelFileError, VerificationError, first_line
+from helpers.files import check_archive_sizes, path_text
+from helpers.trust import LAMBDA, MODULES, SAVEDMODEL, TRUST_HINT, refusal
 
 __all__ = [
     "KINDS",
@@ -102,9 +106,15 @@ class Verification:
     ok: bool
     report: str
     missing: str = ""  # a package to install, when that is why it failed
+    untrusted: bool = False  # not run: loading would run code the file carries (verify(trust=True))
+    partial: bool = False  # the code ran but read less than the file is (weights of a whole model)
 
     def __str__(self) -> str:
-        return ("verified: " if self.ok else "could not verify: ") + self.report
+        if self.ok:
+            return "verified: " + self.report
+        if self.untrusted or self.partial:
+            return "not verified: " + self.report
+        return "could not verify: " + self.report
 
     def require(self, path: str = "") -> "Verification":
         """Return self when ok, else raise ``VerificationError`` with the reason."""
@@ -129,6 +139,10 @@ class Identification:
     holds: dict[str, Any] = field(default_factory=dict)
     traps: list[str] = field(default_factory=list)
     how_to_load: str = ""
+    runs_code: list[str] = field(default_factory=list)  # why loading runs code the file carries
+    trusted_code: str = ""  # what verify(trust=True) runs, when it differs from how_to_load
+    partial: str = ""  # why how_to_load reads less than the file is (the weights of a whole model)
+    blocked: str = ""  # why how_to_load cannot load it here, known without running it
 
     @property
     def is_model(self) -> bool:
@@ -142,7 +156,8 @@ class Identification:
         """Plain data with stable keys, for ``--json`` and scripts."""
         return {"path": self.path, "kind": self.kind, "title": self.title, "is_model": self.is_model,
                 "reason": self.reason, "written_by": dict(self.written_by), "holds": dict(self.holds),
-                "traps": list(self.traps), "how_to_load": self.how_to_load}
+                "traps": list(self.traps), "how_to_load": self.how_to_load,
+                "runs_code": list(self.runs_code), "partial": self.partial}
 
     def __str__(self) -> str:
         lines = [f"{os.path.basename(self.path.rstrip('/')) or self.path}: {self.title}"]
@@ -153,7 +168,7 @@ class Identification:
         for key, value in self.holds.items():
             lines.append(f"  {key}: {_brief(value)}")
         lines = [_clip(line) for line in lines]
-        for trap in self.traps:
+        for trap in self.traps + [f"loading runs code the file carries: {why}" for why in self.runs_code]:
             lines += textwrap.wrap(trap, 98, initial_indent="  ! ", subsequent_indent="    ",
                                    break_long_words=False, break_on_hyphens=False)
         if self.how_to_load:  # code is never clipped: it must stay runnable
@@ -163,8 +178,11 @@ class Identification:
 
     __repr__ = __str__
 
-    def load(self) -> Any:
+    def load(self, trust: bool = False) -> Any:
         """Run ``how_to_load`` in this process and return what it loaded (``loaded``).
+
+        With ``trust=True``, the code that also runs what the file carries (``runs_code``: a
+        Lambda's bytecode with ``safe_mode=False``): only for a file you trust.
 
         Example:
             >>> model = identify("tests/data/tf215/sequential.h5").load()   # doctest: +SKIP
@@ -172,14 +190,18 @@ class Identification:
         if not self.is_model:
             raise NotAModelFileError(self.path, self.reason)
         namespace: dict[str, Any] = {"__name__": "__identify__"}
-        exec(compile(self.how_to_load, f"<how to load {self.kind}>", "exec"), namespace)
+        code = (self.trusted_code or self.how_to_load) if trust else self.how_to_load
+        exec(compile(code, f"<how to load {self.kind}>", "exec"), namespace)
         return namespace["loaded"]
 
-    def verify(self, timeout: float = 600) -> Verification:
+    def verify(self, timeout: float = 600, trust: bool = False) -> Verification:
         """Run ``how_to_load`` in a fresh Python (``sys.executable``); say what it loaded.
 
-        A failure is reported, not raised (``.ok`` is False): the last line of the
-        error, and the package to install when a runtime is missing.
+        A failure is reported, not raised (``.ok`` is False): the error with its reason
+        and route, and the package to install when a runtime is missing. A file whose
+        loading runs code it carries (``runs_code``) is not run at all unless ``trust=True``
+        (``.untrusted``); code that reads only the weights of a whole model is not called
+        verified (``.partial``).
 
         Example:
             >>> print(identify("tests/data/tf215/tf_module").verify())      # doctest: +SKIP
@@ -187,7 +209,12 @@ class Identification:
         """
         if not self.is_model:
             return Verification(False, f"not a model file: {self.reason}")
-        script = self.how_to_load + f"\nprint({_MARK!r} + str(report))\n"
+        if self.blocked:
+            return Verification(False, self.blocked)
+        if self.runs_code and not trust:
+            return Verification(False, refusal(self.runs_code), untrusted=True)
+        code = (self.trusted_code or self.how_to_load) if trust else self.how_to_load
+        script = code + f"\nprint({_MARK!r} + str(report))\n"
         root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3",
                "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
@@ -202,6 +229,8 @@ class Identification:
                 return Verification(False, f"the loading code ran longer than {timeout:g} s")
         for line in done.stdout.splitlines():
             if line.startswith(_MARK):
+                if self.partial:
+                    return Verification(False, f"{line[len(_MARK):]}; {self.partial}", partial=True)
                 return Verification(True, line[len(_MARK):])
         error = _last_error(done.stderr)
         missing = re.search(r"No module named '([\w.]+)'", error)
@@ -215,9 +244,13 @@ _PACKAGES = {"onnxruntime": "onnxruntime", "ai_edge_litert": "ai-edge-litert", "
 
 
 def _last_error(stderr: str) -> str:
-    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
-    errors = [line for line in lines if re.match(r"^[\w.]+(Error|Exception|Exit)\b", line)]
-    return (errors or lines or ["(no error message)"])[-1][:300]
+    """The last exception of a traceback with its indented lines (a course error's reasons and route)."""
+    lines = [line.rstrip() for line in stderr.splitlines() if line.strip()]
+    starts = [i for i, line in enumerate(lines) if re.match(r"^[\w.]+(Error|Exception|Exit)\b", line)]
+    if not starts:
+        return (lines or ["(no error message)"])[-1].strip()[:300]
+    tail = [lines[starts[-1]]] + [line.strip() for line in lines[starts[-1] + 1:] if line[:1].isspace()]
+    return " ".join(tail)[:700]
 
 
 def _brief(value: Any) -> str:
@@ -438,7 +471,9 @@ def _checkpoint(prefix: str) -> Identification:
         kind, route = "checkpoint-keras3", "tf.train.Checkpoint(model=model).restore(path).assert_consumed()"
     elif any(e.startswith(("layer_with_weights-", "layer-")) or e == "keras_api" for e in edges):
         kind, route = "checkpoint-keras2", "helpers.keras2.restore_keras2_checkpoint(path, model)"
-        traps.append(_K2_CHECKPOINT_TRAP)
+        traps.append(_K2_CHECKPOINT_TRAP if not holds["optimizer state"] else _K2_CHECKPOINT_TRAP.replace(
+            " and raises nothing", "; into a compiled model it overwrites some optimizer variables, then "
+            "raises a shape error (a partial restore)"))
         if holds["optimizer state"]:
             traps.append(_K2_OPTIMIZER_TRAP)
     else:
@@ -541,6 +576,7 @@ def _code_tail(body: str) -> str:
 def _zip(path: str) -> Identification:
     try:
         with zipfile.ZipFile(path) as archive:
+            check_archive_sizes(archive, path)  # a zip bomb is refused before anything is inflated
             names = archive.namelist()
             metadata = json.loads(archive.read("metadata.json")) if "metadata.json" in names else None
             config = json.loads(archive.read("config.json")) if "config.json" in names else None
@@ -551,6 +587,8 @@ def _zip(path: str) -> Identification:
                                         f"({first_line(error)})")
     except (zipfile.BadZipFile, EOFError, OSError) as error:
         return _not_model(path, f"a truncated or damaged zip file ({first_line(error)})")
+    except ArchiveTooLargeError as error:
+        return _not_model(path, error.reason)
     except (ValueError, KeyError) as error:
         return _not_model(path, f"a zip whose metadata.json or config.json is damaged ({first_line(error)})")
     if config is None or "model.weights.h5" not in names:
@@ -564,10 +602,9 @@ def _zip(path: str) -> Identification:
                   "optimizer state": optimizer,
                   "custom objects": _custom_classes(config)}
     lam = _has_lambda_code(config)
+    if lam:
+        info.runs_code.append(LAMBDA)
     if info.kind == "keras3-archive":
-        if lam:
-            info.traps.append("a Lambda holds Python bytecode: load_model refuses it in safe_mode; pass "
-                              "safe_mode=False only for a file you trust (it runs the code)")
         if info.holds["custom objects"]:
             info.traps.append("needs its custom classes: import or register them before loading "
                               "(custom_objects=)")
@@ -578,14 +615,20 @@ def _zip(path: str) -> Identification:
                 # custom_objects={...}) with them. Without them, these are the weights:
                 """,
                 'report = f"{len(loaded)} weight arrays (the model needs its custom classes)"')
+            info.partial = "only the weights were read: the model needs its custom classes"
         else:
-            info.how_to_load = _code(path, f"""
+            info.how_to_load = _code(path, _LAMBDA_NOTE * lam + textwrap.dedent("""
                 import keras
-                loaded = keras.models.load_model(path{', safe_mode=False' if lam else ''})
-                """) + _MODEL_REPORT
+                loaded = keras.models.load_model(path)
+                """)) + _MODEL_REPORT
+            if lam:
+                info.trusted_code = info.how_to_load.replace("load_model(path)",
+                                                             "load_model(path, safe_mode=False)")
         return info
     info.traps.append(f"Keras 3's load_model cannot rebuild a .keras written by Keras {version} "
                       "(its config names Keras 2 modules)")
+    if info.holds["custom objects"]:
+        info.runs_code.append(MODULES)
     if version.startswith("2.15"):
         info.how_to_load = _code(path, """
             import os, tempfile, keras
@@ -610,7 +653,12 @@ def _zip(path: str) -> Identification:
             # assign these arrays layer by layer (model.get_layer(name).set_weights([...])).
             """,
             'report = f"{len(loaded)} weight arrays, e.g. {sorted(loaded)[:1]}"')
+        info.partial = "only the weights were read: no Keras here rebuilds this model"
     return info
+
+
+_LAMBDA_NOTE = ("# A Lambda holds Python bytecode: safe_mode (the default) refuses it. safe_mode=False\n"
+                "# runs that code: only for a file you trust (python -m helpers FILE --verify --trust).")
 
 
 def _archive_weights_code(path: str, why: str, report: str) -> str:
@@ -804,13 +852,16 @@ def _legacy_h5(path: str, file: Any, whole: bool) -> Identification:
         return info
     config = json.loads(_text(file.attrs["model_config"]))
     info.holds["model"] = f"{config.get('class_name', '?')} {config.get('config', {}).get('name', '')!r}"
+    if version.startswith("3"):
+        return _keras3_h5(info, config)
     custom = [c["class_name"] for c in _class_configs(config) if c["class_name"] in _unknown(config)]
     info.holds["custom objects"] = sorted(set(custom))
     cudnn = sorted({c["class_name"] for c in _class_configs(config) if c["class_name"].startswith("CuDNN")})
     lam = _has_lambda_code(config)
     if lam:
-        info.traps.append("a Lambda holds marshalled Python bytecode: safe_mode refuses it; load with "
-                          "safe_mode=False only a file you trust, on the Python version that wrote it")
+        info.runs_code.append(LAMBDA)
+        info.traps.append("a Lambda holds marshalled Python bytecode: it loads only on the Python "
+                          "version that wrote it")
     if "training_config" in file.attrs:
         info.traps.append("its training config (loss, metrics) is Keras 2's: load with compile=False "
                           "and compile again (a string loss like 'mse' fails in Keras 3)")
@@ -835,21 +886,47 @@ def _legacy_h5(path: str, file: Any, whole: bool) -> Identification:
             report = (f"{{sum(map(len, loaded.layers.values()))}} weights in "
                       f"{{len(loaded.layers)}} layers, written by Keras {{loaded.keras_version}}")
             """)
+        info.partial = "only the weights were read: Keras 3 cannot rebuild the model here"
+        info.runs_code = []  # the weights are read; no Lambda is deserialized
         return info
     if time_major:
         info.how_to_load = _time_major_code(path, config)
         return info
-    safe = ", safe_mode=False" if lam else ""
-    info.how_to_load = _code(path, f"""
+    info.how_to_load = _code(path, _LAMBDA_NOTE * lam + textwrap.dedent("""
         import os, tempfile, keras
         from helpers.keras2 import convert_legacy_h5
         # Keras 3 rebuilds the Keras 2 model (arguments patched, nested models renumbered) and
         # pairs every weight by name; the copy goes to a temporary folder, never beside the file.
         with tempfile.TemporaryDirectory() as folder:
             out = os.path.join(folder, "model.keras")
-            convert_legacy_h5(path, out{safe})
-            loaded = keras.models.load_model(out{safe})
-        """) + _MODEL_REPORT
+            convert_legacy_h5(path, out)
+            loaded = keras.models.load_model(out)
+        """)) + _MODEL_REPORT
+    if lam:
+        info.trusted_code = info.how_to_load.replace("(path, out)", "(path, out, safe_mode=False)").replace(
+            "load_model(out)", "load_model(out, safe_mode=False)")
+    return info
+
+
+def _keras3_h5(info: Identification, config: dict) -> Identification:
+    """A legacy ``.h5`` that Keras 3 wrote (``model.save("x.h5")``): Keras 3 reads it back itself."""
+    info.written_by = {"Keras": info.written_by["Keras"].split(" (")[0]}
+    info.holds["custom objects"] = _custom_classes(config)
+    info.traps.append("Keras 3 wrote this legacy .h5 (model.save('x.h5') logs that it is legacy): "
+                      "keras.models.load_model(path, compile=False) rebuilds the model; the file's "
+                      "optimizer state is not restored (a .keras file keeps it)")
+    lam = _has_lambda_code(config)
+    if lam:
+        info.runs_code.append(LAMBDA)
+    if info.holds["custom objects"]:
+        info.traps.append("needs its custom classes: import or register them before loading "
+                          "(custom_objects=)")
+    info.how_to_load = _code(info.path, _LAMBDA_NOTE * lam + textwrap.dedent("""
+        import keras
+        loaded = keras.models.load_model(path, compile=False)  # compile=False: no loss is rebuilt
+        """)) + _MODEL_REPORT
+    if lam:
+        info.trusted_code = info.how_to_load.replace("compile=False)", "compile=False, safe_mode=False)", 1)
     return info
 
 
@@ -911,16 +988,18 @@ def _unknown(config: dict) -> set[str]:
 
 
 def _weights_h5(path: str, file: Any) -> Identification:
-    count = 0
+    counts = {"model": 0, "optimizer": 0}
 
     def visit(name: str, item: Any) -> None:
-        nonlocal count
-        count += hasattr(item, "shape")
+        if hasattr(item, "shape"):
+            counts["optimizer" if name.startswith("optimizer/") else "model"] += 1
 
     file.visititems(visit)
-    info = Identification(path, "weights-h5", holds={"weights": count,
+    info = Identification(path, "weights-h5", holds={"weights": counts["model"],
                                                      "optimizer state": "optimizer" in file and
                                                      len(file["optimizer"]) > 0})
+    if counts["optimizer"]:
+        info.holds["optimizer values"] = counts["optimizer"]
     info.traps.append("weights only: the architecture is not in the file; load_weights into a model "
                       "built with the same layers")
     if "optimizer" in file:
@@ -932,7 +1011,9 @@ def _weights_h5(path: str, file: Any) -> Identification:
         # Weights only: build the model in Keras 3 code, then model.load_weights(path).
         # helpers.keras_files.missing_from_file(model, path) lists what the file lacks.
         loaded = describe_keras_file(path)
-        report = f"{len(loaded)} weights, {loaded.total_bytes} bytes"
+        optimizer = sum(w.path.startswith("optimizer/") for w in loaded.weights)
+        report = (f"{len(loaded) - optimizer} model weights and {optimizer} optimizer values, "
+                  f"{loaded.total_bytes} bytes")
         """)
     return info
 
@@ -992,10 +1073,17 @@ def _saved_model(folder: str) -> Identification:
         kind = "savedmodel-hub"
     else:
         kind = "savedmodel-tf2"
-    info = Identification(folder, kind, written_by=written)
-    info.holds = {"signatures": signatures, "variables": description.variable_count,
+    info = Identification(folder, kind, written_by=written, runs_code=[SAVEDMODEL])
+    optimizer, metrics = description.optimizer_values, description.metric_values
+    parts = [f"{description.variable_count - optimizer - metrics} model", f"{optimizer} optimizer state",
+             f"{metrics} metrics"]
+    info.holds = {"signatures": signatures,
+                  "saved values": (f"{description.variable_count} ({', '.join(parts[:2 + bool(metrics)])})"
+                                   if optimizer or metrics else description.variable_count),
                   "bytes": _bytes_text(description.variable_bytes),
                   "assets": [a.filename for a in description.assets]}
+    if len(description.tag_sets) > 1:
+        info.holds["tag-sets"] = [", ".join(tags) for tags in description.tag_sets]
     if "tfhub_module.pb" in names:
         info.holds["hub module (TF1 format)"] = True
     if description.missing_assets:
@@ -1007,8 +1095,9 @@ def _saved_model(folder: str) -> Identification:
     graph_variables = sum(node.WhichOneof("kind") == "variable" for node in graph.nodes) or sum(
         node.op in ("VarHandleOp", "VariableV2") for node in proto.meta_graphs[0].graph_def.node)
     if graph_variables and not os.path.isfile(os.path.join(folder, "variables", "variables.index")):
-        info.traps.append("variables/variables.index is missing: the graph has no values to load; "
-                          "tf.saved_model.load fails (copy the whole folder, variables/ included)")
+        info.blocked = ("variables/variables.index is missing: the graph has no values to load and "
+                        "tf.saved_model.load fails; copy the whole folder, variables/ included")
+        info.traps.append(info.blocked)
     from helpers.files import GLOB_CHARACTERS
 
     glob_safe = bool(GLOB_CHARACTERS.search(folder))
@@ -1024,16 +1113,21 @@ def _saved_model(folder: str) -> Identification:
         info.how_to_load = _code(folder, """
             import keras
             loaded = keras.layers.TFSMLayer(path)  # endpoint 'serve': model.export wrote it
-            report = f"TFSMLayer over endpoint 'serve', {len(loaded.weights)} variables"
+            report = f"TFSMLayer over endpoint 'serve', {len(loaded.weights)} model variables"
             """)
     elif kind == "savedmodel-tf1":
+        tags = _serving_tags(description.tag_sets)
+        if len(description.tag_sets) > 1:
+            info.traps.append(f"{len(description.tag_sets)} MetaGraphs (tag-sets "
+                              f"{'; '.join(', '.join(t) for t in description.tag_sets)}): "
+                              f"tf.saved_model.load(path) fails without tags=; pass tags={tags!r}")
         info.how_to_load = _code(folder, """
             import tensorflow as tf
-            loaded = tf.saved_model.load(path)  # a TF1 graph: signatures, no restored methods
+            loaded = tf.saved_model.load(path, tags=TAGS)  # a TF1 graph: signatures, no methods
             report = "signatures " + ", ".join(
                 f"{name}({', '.join(sorted(fn.structured_input_signature[1]))})"
                 for name, fn in loaded.signatures.items())
-            """)
+            """).replace("TAGS", repr(tags))
     else:
         info.how_to_load = _code(folder, """
             import tensorflow as tf
@@ -1043,11 +1137,19 @@ def _saved_model(folder: str) -> Identification:
                 for name, fn in loaded.signatures.items()) or "none") + \\
                 (", callable" if callable(loaded) else "")
             """)
+    info.how_to_load = info.how_to_load.replace(
+        "\n", "\n# Loading runs functions stored in the folder: only for a folder you trust.\n", 1)
     if glob_safe:
         info.how_to_load = info.how_to_load.replace(
             "\n", "\nfrom helpers.files import glob_safe_folder\npath = glob_safe_folder(path)  "
             "# a link without '[' for TensorFlow's reader\n", 1)
     return info
+
+
+def _serving_tags(tag_sets: tuple[tuple[str, ...], ...]) -> list[str]:
+    """The tag-set to load a TF1 SavedModel by: the one holding 'serve', else the first."""
+    serving = [tags for tags in tag_sets if "serve" in tags]
+    return sorted((serving or list(tag_sets) or [("serve",)])[0])
 
 
 def _keras_metadata_version(path: str) -> str:
@@ -1081,6 +1183,14 @@ def _graph_def(path: str, size: int) -> Identification:
                                 f"another message): {first_line(error)}")
     if not graph.node:
         return _not_model(path, "a .pb that holds no graph nodes (not a GraphDef)")
+    import tensorflow as tf
+
+    ops = {node.op for node in graph.node}
+    if not any(hasattr(tf.raw_ops, op) for op in ops):  # another message read as a GraphDef
+        shown = ", ".join(sorted(repr(op) for op in ops)[:3]) or "none"
+        return _not_model(path, f"a protobuf that is not a TensorFlow GraphDef, so not a frozen graph: "
+                                f"none of its {len(graph.node)} 'nodes' names a TensorFlow op (ops read: "
+                                f"{shown}); another message saved as .pb (a MediaPipe graph config?)")
     consumed = {inp.split(":")[0].lstrip("^") for node in graph.node for inp in node.input}
     inputs = [n.name for n in graph.node if n.op == "Placeholder"]
     outputs = [n.name for n in graph.node

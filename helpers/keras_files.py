@@ -47,7 +47,7 @@ import numpy as np
 import tensorflow as tf
 
 from helpers.errors import ModelNotBuiltError, NotAKerasFileError, first_line
-from helpers.files import path_text
+from helpers.files import check_archive_sizes, path_text
 from helpers.inspection import format_bytes
 from helpers.notebook import format_table
 
@@ -272,6 +272,7 @@ def _why_folder(text: str) -> str:
 def _describe_archive(text: str) -> tuple[SavedWeight, ...]:
     try:
         with zipfile.ZipFile(text) as archive:
+            check_archive_sizes(archive, text)  # a zip bomb is refused before anything is inflated
             names = archive.namelist()
             if WEIGHTS_IN_ARCHIVE not in names:
                 other = [name for name in names if name.startswith("model.weights")]
@@ -977,6 +978,7 @@ def _check_keras_archive(text: str) -> None:
         raise NotAKerasFileError(text, "round_trip reloads a .keras archive (model.save('name.keras'))")
     try:
         with zipfile.ZipFile(text) as archive:
+            check_archive_sizes(archive, text)
             names = archive.namelist()
             version, module = _keras2_archive(archive) if "config.json" in names else ("", "")
     except (zipfile.BadZipFile, EOFError, OSError) as error:

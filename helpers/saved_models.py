@@ -125,7 +125,10 @@ class SavedModelDescription:
     variables, plus ``prune``, ``restore``, ``graph`` and ``initializer``, but
     no restored methods.
     ``variable_count`` and ``variable_bytes`` count the values stored in
-    ``variables/``.
+    ``variables/`` (``optimizer_values`` of them are an optimizer's state, ``metric_values`` a
+    Keras 2 model's metric totals and counts);
+    ``variables_missing`` is True when the graph has variables and ``variables/``
+    holds no checkpoint (a copy without that folder: ``tf.saved_model.load`` fails).
     """
 
     path: str
@@ -137,6 +140,9 @@ class SavedModelDescription:
     variable_bytes: int
     assets: tuple[AssetInfo, ...]
     unknown_ops: tuple[str, ...]
+    optimizer_values: int = 0
+    variables_missing: bool = False
+    metric_values: int = 0
 
     @property
     def signature_names(self) -> list[str]:
@@ -171,7 +177,13 @@ class SavedModelDescription:
             tags = "; ".join(", ".join(tags) for tags in self.tag_sets)
             lines.append(f"no signatures (tag-sets: {tags})")
         count = self.variable_count
-        lines.append(f"variables: {count} value{'s' * (count != 1)}, {format_bytes(self.variable_bytes)}")
+        if self.variables_missing:
+            lines.append("variables: MISSING: the graph has variables but variables/ holds no checkpoint "
+                         "(tf.saved_model.load fails): copy the whole folder")
+        else:
+            optimizer = f" ({self.optimizer_values} of them optimizer state)" if self.optimizer_values else ""
+            lines.append(f"variables: {count} value{'s' * (count != 1)}{optimizer}, "
+                         f"{format_bytes(self.variable_bytes)}")
         if self.assets:
             listed = ", ".join(a.filename + ("" if a.present else " (MISSING)") for a in self.assets)
             lines.append(f"assets: {listed}")
@@ -221,7 +233,7 @@ def describe_saved_model(path: str | os.PathLike) -> SavedModelDescription:
             )
         for asset in _asset_file_defs(meta_graph):
             asset_names.setdefault(asset.filename)
-    count, nbytes = _variables(folder)
+    count, nbytes, optimizer, metrics = _variables(folder)
     assets = tuple(
         AssetInfo(name, os.path.isfile(os.path.join(folder, "assets", name))) for name in asset_names
     )
@@ -236,6 +248,9 @@ def describe_saved_model(path: str | os.PathLike) -> SavedModelDescription:
         variable_bytes=nbytes,
         assets=assets,
         unknown_ops=tuple(_unknown_ops(proto)),
+        optimizer_values=optimizer,
+        metric_values=metrics,
+        variables_missing=not count and _graph_has_variables(proto),
     )
 
 
@@ -365,8 +380,19 @@ def _asset_file_defs(meta_graph: meta_graph_pb2.MetaGraphDef) -> list[meta_graph
     return assets
 
 
-def _variables(folder: str) -> tuple[int, int]:
-    """How many values ``variables/`` holds, and their bytes (0, 0 when it holds no checkpoint at all).
+def _graph_has_variables(proto: saved_model_pb2.SavedModel) -> bool:
+    """Whether a SavedModel's graphs create variables (TF2 object graph nodes, or TF1 variable ops)."""
+    for meta_graph in proto.meta_graphs:
+        if any(node.WhichOneof("kind") == "variable" for node in meta_graph.object_graph_def.nodes):
+            return True
+        if any(node.op in ("VarHandleOp", "VariableV2", "Variable") for node in meta_graph.graph_def.node):
+            return True
+    return False
+
+
+def _variables(folder: str) -> tuple[int, int, int, int]:
+    """How many values ``variables/`` holds, their bytes, and how many are optimizer state and
+    metrics (all 0 when it holds no checkpoint at all).
 
     Data files without their ``.index`` are refused (a damaged copy), and
     every data file must be as long as its index says: the values of all
@@ -379,7 +405,7 @@ def _variables(folder: str) -> tuple[int, int]:
         if data:  # values without the index that says where each one lies: tf.saved_model.load fails too
             raise NotASavedModelError(folder, f"its variables/ index file {base + '.index'!r} is missing, while "
                                       f"{data[0]!r} is there: a damaged or incomplete copy; copy the folder again")
-        return 0, 0
+        return 0, 0, 0, 0
     for name, have, needed in short_data_files(prefix) or []:  # before TensorFlow reads a value
         state = "missing" if have is None else f"truncated ({have} B; its index places values up to {needed} B)"
         raise NotASavedModelError(folder, f"its variables/ data file {name!r} is {state}: copy the folder again")
@@ -388,7 +414,9 @@ def _variables(folder: str) -> tuple[int, int]:
     except NotACheckpointError as error:
         raise NotASavedModelError(folder, f"its variables/ checkpoint is damaged ({error.reason})") from None
     keys = [key for key in description.keys if key != OBJECT_GRAPH_KEY]
-    return len(keys), description.total_bytes
+    optimizer = [key for key in keys if key.startswith("optimizer/") or ".OPTIMIZER_SLOT" in key]
+    metrics = [key for key in keys if key.startswith("keras_api/metrics/")]
+    return len(keys), description.total_bytes, len(optimizer), len(metrics)
 
 
 def _listing(folder: str) -> list[str]:

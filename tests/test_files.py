@@ -293,3 +293,33 @@ def test_refuse_unwritable_checks_the_nearest_existing_folder(tmp_path):
         if immutable:
             subprocess.run(["chattr", "-i", str(locked)], check=True)
         locked.chmod(0o755)
+
+
+
+def test_archive_sizes_are_checked_before_reading(tmp_path):
+    import json
+    import zipfile
+
+    from helpers.errors import ArchiveTooLargeError, NotAKerasFileError
+    from helpers.files import MAX_SMALL_MEMBER, check_archive_sizes
+
+    fine = tmp_path / "fine.keras"
+    with zipfile.ZipFile(fine, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("config.json", json.dumps({"layers": [{"name": f"dense_{i}"} for i in range(2000)]}))
+        archive.writestr("model.weights.h5", bytes(range(256)) * 8192, zipfile.ZIP_STORED)  # 2 MiB
+    with zipfile.ZipFile(fine) as archive:
+        check_archive_sizes(archive, fine)  # a real model's ratios pass
+    bomb = tmp_path / "bomb.keras"
+    with zipfile.ZipFile(bomb, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("model.weights.h5", b"\0" * (8 << 20))
+    with zipfile.ZipFile(bomb) as archive, pytest.raises(ArchiveTooLargeError, match="model.weights.h5 inflates"):
+        check_archive_sizes(archive, bomb)
+    assert issubclass(ArchiveTooLargeError, NotAKerasFileError)
+    big = tmp_path / "big.keras"
+    with zipfile.ZipFile(big, "w", zipfile.ZIP_STORED) as archive:
+        info = zipfile.ZipInfo("config.json")
+        archive.writestr(info, b"")
+    with zipfile.ZipFile(big) as archive:
+        archive.infolist()[0].file_size = MAX_SMALL_MEMBER + 1  # as a forged central directory declares
+        with pytest.raises(ArchiveTooLargeError, match="config.json declares"):
+            check_archive_sizes(archive, big)

@@ -73,7 +73,7 @@ LOADABLE = [(s, n) for s, n in STORED
 
 @pytest.mark.parametrize(("source", "name"), LOADABLE, ids=[f"{s}-{n}" for s, n in LOADABLE])
 def test_the_advised_code_loads_each_stored_model_with_the_old_softwares_outputs(source, name):
-    model = identify(real_file(source, name)).load()
+    model = identify(real_file(source, name)).load(trust=True)  # the course's own files: trusted
     got = model.predict(model_input(source, name), verbose=0)
     np.testing.assert_allclose(got, expected_output(source, name), atol=1e-5)
 
@@ -308,7 +308,7 @@ def test_identify_never_writes_near_the_file(tmp_path):
     before = folder_snapshot(tmp_path)
     for path in sorted(tmp_path.rglob("*")):
         str(identify(path))
-    identify(tmp_path / "tf215" / "lambda.h5").load()
+    identify(tmp_path / "tf215" / "lambda.h5").load(trust=True)  # the course's own file: trusted
     assert folder_snapshot(tmp_path) == before
 
 
@@ -320,7 +320,7 @@ def test_a_path_of_the_wrong_type_is_a_type_error():
 def test_every_kind_has_a_title_and_the_json_keys_are_stable():
     info = identify(real_file("tf215", "tf_module"))
     assert set(info.as_dict()) == {"path", "kind", "title", "is_model", "reason", "written_by", "holds",
-                                   "traps", "how_to_load"}
+                                   "traps", "how_to_load", "runs_code", "partial"}
     assert isinstance(info, Identification) and info.title == KINDS["savedmodel-tf2"]
     json.dumps(info.as_dict())
 
@@ -334,7 +334,8 @@ VERIFIED = [("tf215", "sequential"), ("tf215", "manager"), ("tf215", "savedmodel
 
 @pytest.mark.parametrize(("source", "name"), VERIFIED, ids=[f"{s}-{n}" for s, n in VERIFIED])
 def test_verify_runs_the_advice_in_a_fresh_python(source, name):
-    verification = identify(real_file(source, name)).verify()
+    info = identify(real_file(source, name))
+    verification = info.verify(trust=bool(info.runs_code))  # the course's own files: trusted
     assert verification.ok, verification.report
     assert str(verification).startswith("verified: ") and verification.require() is verification
 
@@ -342,7 +343,8 @@ def test_verify_runs_the_advice_in_a_fresh_python(source, name):
 def test_verify_of_made_files_and_a_missing_runtime(tmp_path, monkeypatch):
     model = keras3_model()
     model.export(tmp_path / "exported", verbose=False)
-    assert identify(tmp_path / "exported").verify().ok
+    assert identify(tmp_path / "exported").verify().untrusted  # a SavedModel's functions would run
+    assert identify(tmp_path / "exported").verify(trust=True).ok
     onnx = identify(realworld.onnx_identity(tmp_path / "m.onnx"))
     blocker = tmp_path / "block"
     blocker.mkdir()

@@ -199,7 +199,27 @@ def test_without_a_variables_folder_there_are_no_values(tmp_path):
     shutil.rmtree(folder / "variables")
     description = describe_saved_model(folder)
     assert (description.variable_count, description.variable_bytes) == (0, 0)
+    assert not description.variables_missing  # nothing to miss: the graph has no variables
     assert description.signature().outputs[0].key == "output_0"
+
+
+def test_a_missing_variables_folder_is_said_not_reported_as_no_values(tmp_path):
+    class Scaled(tf.Module):
+        def __init__(self):
+            self.scale = tf.Variable(3.0)
+
+        @tf.function(input_signature=[tf.TensorSpec([], tf.float32)])
+        def __call__(self, x):
+            return self.scale * x
+
+    module = Scaled()
+    folder = tmp_path / "scaled"
+    tf.saved_model.save(module, str(folder), signatures=module.__call__)
+    assert not describe_saved_model(folder).variables_missing
+    shutil.rmtree(folder / "variables")
+    description = describe_saved_model(folder)
+    assert description.variables_missing and "variables: MISSING" in repr(description)
+    assert "0 values" not in repr(description)
 
 
 @pytest.mark.parametrize("name", ["model[1]", "run*?", "with space", "données ✓", "v1.0 (final)"])

@@ -1,0 +1,236 @@
+"""identify never runs code a file carries without --trust; zip bombs; Keras 3 .h5; honest verification.
+
+Every route by which loading a model file runs code it carries (chapter 15 lists them) is
+tried with a file that writes a marker file when its code runs: without trust the marker
+never appears, and the command says it did not verify (exit code 3).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from helpers.__main__ import NOT_TRUSTED, NOT_VERIFIED, main
+from helpers.errors import ArchiveTooLargeError
+from helpers.identify import _last_error, identify
+from helpers.keras_files import describe_keras_file
+from helpers.saved_models import describe_saved_model
+from tests.realfiles import copy_real, expected_output, model_input, real_file
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def lambda_model(marker: Path) -> keras.Model:
+    """A model whose Lambda's bytecode writes ``marker`` when it runs."""
+    code = eval(f"lambda x: (__import__('builtins').open({str(marker)!r}, 'w').write('ran'), x)[1]")
+    inputs = keras.Input((3,))
+    return keras.Model(inputs, keras.layers.Lambda(code, output_shape=(3,))(inputs))
+
+
+class _WritesOnInit(tf.saved_model.experimental.TrackableResource):
+    def __init__(self, marker: str) -> None:
+        self._marker = marker
+        super().__init__()
+
+    def _create_resource(self):
+        return tf.raw_ops.VarHandleOp(dtype=tf.float32, shape=[], shared_name="")
+
+    def _initialize(self):
+        tf.io.write_file(self._marker, "ran")  # stored in the SavedModel as a graph function
+
+
+def marker_saved_model(folder: Path, marker: Path, export_like: bool = False) -> None:
+    module = tf.Module()
+    module.resource = _WritesOnInit(str(marker))
+    module.v = tf.Variable(2.0)
+    function = tf.function(lambda x: x * module.v, input_signature=[tf.TensorSpec([None], tf.float32)])
+    if export_like:  # the layout identify names a model.export folder (TFSMLayer's route)
+        module._misc_assets = []
+    tf.saved_model.save(module, str(folder), signatures={"serve" if export_like else "serving_default":
+                                                          function})
+    marker.unlink(missing_ok=True)  # saving may have run the initializer
+
+
+def test_a_keras_lambda_is_not_run_without_trust_and_runs_with_it(tmp_path, capsys):
+    marker = tmp_path / "ran.txt"
+    lambda_model(marker).save(tmp_path / "lam.keras")
+    marker.unlink(missing_ok=True)
+    info = identify(tmp_path / "lam.keras")
+    assert info.runs_code and "safe_mode=False)" not in info.how_to_load
+    assert "load_model(path)" in info.how_to_load and "only for a file you trust" in info.how_to_load
+    verification = info.verify()
+    assert not verification.ok and verification.untrusted and str(verification).startswith("not verified")
+    assert main([str(tmp_path / "lam.keras"), "--verify"]) == NOT_TRUSTED
+    assert "nothing was run" in capsys.readouterr().out
+    assert not marker.exists()
+    with pytest.raises(ValueError, match="safe_mode"):  # the printed code is safe by default
+        info.load()
+    assert not marker.exists()
+    assert info.verify(trust=True).ok
+    info.load(trust=True)(np.ones((1, 3), np.float32))  # trusted: the file's bytecode is live
+    assert marker.exists()
+
+
+def test_a_keras3_h5_lambda_is_not_run_without_trust(tmp_path):
+    marker = tmp_path / "ran.txt"
+    lambda_model(marker).save(tmp_path / "lam.h5")
+    marker.unlink(missing_ok=True)
+    info = identify(tmp_path / "lam.h5")
+    assert info.runs_code and info.verify().untrusted
+    with pytest.raises(ValueError, match="safe_mode"):
+        info.load()
+    assert not marker.exists()
+    assert info.verify(trust=True).ok
+    info.load(trust=True)(np.ones((1, 3), np.float32))
+    assert marker.exists()
+
+
+def test_a_keras2_h5_lambda_is_flagged_and_its_printed_code_is_safe():
+    info = identify(real_file("tf215", "lambda"))
+    assert info.runs_code and "safe_mode=False)" not in info.how_to_load
+    assert "safe_mode=False" in info.trusted_code and info.verify().untrusted
+
+
+@pytest.mark.parametrize("export_like", [False, True], ids=["tf.saved_model.load", "TFSMLayer"])
+def test_a_savedmodels_stored_functions_are_not_run_without_trust(tmp_path, export_like):
+    marker = tmp_path / "ran.txt"
+    marker_saved_model(tmp_path / "sm", marker, export_like)
+    info = identify(tmp_path / "sm")
+    assert info.kind == ("savedmodel-export" if export_like else "savedmodel-tf2")
+    assert ("TFSMLayer" in info.how_to_load) == export_like
+    verification = info.verify()
+    assert verification.untrusted and "SavedModel" in verification.report
+    assert main([str(tmp_path / "sm"), "--verify", "--json"]) == NOT_TRUSTED
+    assert not marker.exists()
+    assert info.verify(trust=True).ok and marker.exists()  # loading did run the folder's function
+
+
+def test_modules_named_by_a_keras2_archive_are_not_imported_without_trust(tmp_path, monkeypatch):
+    marker = tmp_path / "ran.txt"
+    (tmp_path / "markermod.py").write_text(f"open({str(marker)!r}, 'w').write('ran')\nclass Dense: pass\n")
+    monkeypatch.setenv("PYTHONPATH", f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
+    source = copy_real("tf215", "functional_bn_keras", tmp_path / "in")
+    bad = tmp_path / "custom.keras"
+    with zipfile.ZipFile(source) as old, zipfile.ZipFile(bad, "w") as new:
+        for item in old.infolist():
+            data = old.read(item)
+            if item.filename == "config.json":
+                config = json.loads(data)
+                config["config"]["layers"][1]["module"] = "markermod"  # tf-keras imports it by name
+                data = json.dumps(config).encode()
+            new.writestr(item, data)
+    info = identify(bad)
+    assert info.kind == "keras2-archive" and info.runs_code, info
+    assert info.verify().untrusted and not marker.exists()
+
+
+def test_a_zip_bomb_is_refused_before_anything_is_inflated(tmp_path, monkeypatch):
+    bomb = tmp_path / "bomb.keras"
+    with zipfile.ZipFile(bomb, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("metadata.json", json.dumps({"keras_version": "3.15.1"}))
+        archive.writestr("config.json", '{"class_name": "Functional"' + " " * (16 << 20) + "}")
+        archive.writestr("model.weights.h5", b"\0" * 64)
+    assert bomb.stat().st_size < 100_000  # 16 MiB declared, a few KiB on disk
+
+    def no_reading(*args, **kwargs):
+        raise AssertionError("a member was read")
+
+    monkeypatch.setattr(zipfile.ZipFile, "open", no_reading)
+    info = identify(bomb)
+    assert info.kind == "not-a-model" and "zip bomb" in info.reason and "config.json" in info.reason
+    with pytest.raises(ArchiveTooLargeError, match="config.json inflates .* zip bomb"):
+        describe_keras_file(bomb)
+
+
+def test_a_keras3_h5_is_loaded_by_keras3_and_proved(tmp_path):
+    info = identify(real_file("keras315", "functional_bn_h5"))
+    assert info.kind == "legacy-h5-model" and info.written_by == {"Keras": "3.15.1"}
+    assert info.holds["custom objects"] == [] and "keras.models.load_model(path, compile=False)" in \
+        info.how_to_load
+    assert not any("Keras 2" in trap or "cannot rebuild" in trap for trap in info.traps), info.traps
+    model = info.load()
+    np.testing.assert_allclose(model(model_input("keras315", "functional_bn_h5"), training=False),
+                               expected_output("keras315", "functional_bn_h5"), atol=1e-6)
+    verification = info.verify()
+    assert verification.ok and "Functional 'functional_bn_k3': 8 weights" in verification.report
+
+
+def test_reading_the_weights_of_a_whole_model_is_not_called_verified():
+    info = identify(real_file("tf215", "custom_layer"))
+    assert info.partial
+    verification = info.verify()
+    assert not verification.ok and verification.partial
+    assert str(verification).startswith("not verified: ") and "only the weights" in str(verification)
+    assert main([str(real_file("tf215", "custom_layer")), "--verify"]) == NOT_VERIFIED
+
+
+def test_a_tf1_savedmodel_with_two_metagraphs_loads_with_its_tags():
+    info = identify(real_file("tf215-more", "tf1_two_metagraphs"))
+    assert info.kind == "savedmodel-tf1" and "tags=['serve']" in info.how_to_load
+    assert info.holds["tag-sets"] == ["serve", "train"]
+    x = tf.constant(np.asarray(model_input("tf215-more", "tf1_two_metagraphs")["x"], np.float32))
+    out = info.load().signatures["serving_default"](x=x)["y"]
+    np.testing.assert_allclose(out, expected_output("tf215-more", "tf1_two_metagraphs"), atol=1e-6)
+    assert info.verify(trust=True).ok
+
+
+def test_a_savedmodel_without_variables_says_so(tmp_path):
+    folder = copy_real("tf215", "savedmodel_tf", tmp_path / "in")
+    shutil.rmtree(Path(folder) / "variables")
+    description = describe_saved_model(folder)
+    assert description.variables_missing and "MISSING" in repr(description)
+    info = identify(folder)
+    verification = info.verify(trust=True)
+    assert not verification.ok and "variables/variables.index is missing" in verification.report
+    assert "Failed to find any matching files" not in str(verification)
+
+
+def test_a_protobuf_that_is_not_a_graphdef_is_not_a_frozen_graph(tmp_path):
+    from tensorflow.core.framework import graph_pb2
+
+    config = graph_pb2.GraphDef()  # how a MediaPipe graph config reads as a GraphDef
+    for name, calculator in (("in", "FlowLimiterCalculator"), ("run", "TfLiteInferenceCalculator")):
+        config.node.add(name=name, op=calculator, input=["input_video"])
+    (tmp_path / "graph.pb").write_bytes(config.SerializeToString())
+    info = identify(tmp_path / "graph.pb")
+    assert info.kind == "not-a-model" and "not a TensorFlow GraphDef" in info.reason
+    assert "TfLiteInferenceCalculator" in info.reason
+
+
+def test_counts_say_which_values_are_model_and_which_optimizer_state():
+    info = identify(real_file("tf215", "savedmodel_keras2"))
+    assert info.holds["saved values"] == "24 (8 model, 14 optimizer state, 2 metrics)"
+    weights = identify(real_file("tf215", "functional_bn_weights_new"))
+    assert weights.holds["weights"] == len([w for w in describe_keras_file(
+        real_file("tf215", "functional_bn_weights_new")).weights if not w.path.startswith("optimizer/")])
+
+
+def test_a_keras3_refusal_keeps_its_reasons_and_route():
+    stderr = ("Traceback (most recent call last):\n  File \"x\", line 1\n"
+              "helpers.errors.LegacyModelError: Keras 3 cannot rebuild the Keras 2 model:\n"
+              "  layer 'gru': time_major is not a Keras 3 argument\n"
+              "  route: keras2.export_for_keras2 ...\n")
+    text = _last_error(stderr)
+    assert "time_major" in text and "route:" in text
+
+
+@pytest.mark.parametrize(("source", "name"), [("tf215", "sequential"), ("tf215", "savedmodel_keras2"),
+                                              ("keras315", "functional_bn_h5")])
+def test_the_command_prints_no_tensorflow_log_lines(source, name):
+    done = subprocess.run([sys.executable, "-m", "helpers", str(real_file(source, name)), "--verify"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=300,
+                          env={k: v for k, v in os.environ.items() if not k.startswith("TF_")})
+    assert done.returncode in (0, NOT_TRUSTED), done.stderr
+    assert done.stderr == ""
+    for marker in ("I0000", "W0000", "E0000", "WARNING:", "oneDNN", "cuda"):
+        assert marker not in done.stdout, done.stdout
