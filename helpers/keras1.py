@@ -45,6 +45,54 @@ def keras1_hard_sigmoid(x: Any) -> Any:
     return keras.ops.clip(0.2 * x + 0.5, 0.0, 1.0)
 
 
+
+def _all_layer_configs(config: Any):
+    """Every ``{"class_name", "config"}`` dict inside a Keras 1/2 configuration (nested models, wrappers)."""
+    if isinstance(config, dict):
+        if "class_name" in config and isinstance(config.get("config"), dict):
+            yield config
+        for value in config.values():
+            yield from _all_layer_configs(value)
+    elif isinstance(config, list):
+        for value in config:
+            yield from _all_layer_configs(value)
+
+
+def keras3_hard_sigmoid_problems(config: Any, model: Any) -> list[str]:
+    """Layers of ``model`` computing Keras 3's ``hard_sigmoid`` where a Keras 1/2 configuration says ``hard_sigmoid``.
+
+    Keras 1 and Keras 2 read the name as ``clip(0.2 x + 0.5, 0, 1)``, Keras 3
+    as ``clip(x / 6 + 0.5, 0, 1)``: a twin built with the name answers
+    differently. Layers are matched by name (a wrapped layer also as
+    ``forward_<name>``/``backward_<name>``). One line per layer and argument.
+
+    Example:
+        >>> twin = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2, activation="hard_sigmoid", name="d")])
+        >>> keras3_hard_sigmoid_problems({"class_name": "Dense", "config": {"name": "d", "activation": "hard_sigmoid"}},
+        ...                              twin)[0][:60]
+        "layer 'd': the file's activation is Keras 1/2's hard_sigmoid"
+    """
+    wanted: dict[str, set[str]] = {}
+    for layer in _all_layer_configs(config):
+        settings = layer["config"]
+        for argument in ("activation", "recurrent_activation", "inner_activation"):
+            if settings.get(argument) == "hard_sigmoid" and settings.get("name"):
+                own = "recurrent_activation" if argument == "inner_activation" else argument
+                wanted.setdefault(settings["name"], set()).add(own)
+    problems = []
+    for layer in model._flatten_layers(include_self=False, recursive=True):
+        name = layer.name
+        for prefix in ("forward_", "backward_"):
+            if name not in wanted and name.startswith(prefix):
+                name = name[len(prefix):]
+        for argument in sorted(wanted.get(name, ())):
+            if getattr(layer, argument, None) is keras.activations.hard_sigmoid:
+                problems.append(f"layer {layer.name!r}: the file's {argument} is Keras 1/2's hard_sigmoid "
+                                f"(0.2x + 0.5), the model's is Keras 3's (x/6 + 0.5); pass "
+                                f"{argument}=helpers.keras1.keras1_hard_sigmoid")
+    return problems
+
+
 @dataclass
 class Keras1File:
     """What a Keras 1 ``.h5`` holds: its version, its layers' classes and weights, its configuration."""

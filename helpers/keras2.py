@@ -57,6 +57,7 @@ from helpers.errors import (
     first_line,
 )
 from helpers.files import checkpoint_files_at, path_text, refuse_existing, refuse_unwritable
+from helpers.keras1 import keras1_hard_sigmoid, keras3_hard_sigmoid_problems
 from helpers.migration import RestoreReport, restore_name_based
 from helpers.notebook import wrap_output
 from helpers.object_graph import NameBasedCheckpointError, ObjectGraph, checkpoint_paths, read_object_graph
@@ -791,6 +792,7 @@ def convert_legacy_h5(
         model = _model_from_h5(source, safe_mode, custom_objects)
     else:
         _require_built(model)
+        _refuse_keras3_hard_sigmoid(source, model)
     pairs = _pair_h5(source, model)
     assigned = {id(variable) for _, variable, _ in pairs}
     snapshot = [(variable, variable.numpy()) for _, variable, _ in pairs]
@@ -804,6 +806,18 @@ def convert_legacy_h5(
         _refresh_derived_state(model, assigned)
         raise
     return out
+
+
+def _refuse_keras3_hard_sigmoid(path: str, model: Any) -> None:
+    """A twin whose ``hard_sigmoid`` is Keras 3's where the whole-model file's is Keras 2's: refused."""
+    with _open_h5(path) as file:
+        if "model_config" not in file.attrs:
+            return
+        config = json.loads(_text([file.attrs["model_config"]])[0])
+    problems = keras3_hard_sigmoid_problems(config, model)
+    if problems:
+        raise Keras2MismatchError(path, _describe(model), hint="Keras 2's hard_sigmoid is clip(0.2x + 0.5, 0, 1), "
+                                  "Keras 3's clip(x/6 + 0.5, 0, 1): " + "; ".join(problems))
 
 
 def _save_new(model: Any, out: str) -> None:
@@ -965,6 +979,10 @@ def legacy_custom_objects() -> dict[str, type]:
     ``custom_objects``), and ``RNN`` its own ``time_major``. A value that would change the computation
     (``time_major=True``, wrapped or not) raises ``LegacyModelError`` naming
     the layer. ``batch_input_shape`` is translated by Keras 3 itself.
+    ``"hard_sigmoid"`` maps to Keras 2's function (``clip(0.2 x + 0.5, 0, 1)``,
+    ``helpers.keras1.keras1_hard_sigmoid``, registered: a model saved from it
+    reloads where ``helpers.keras1`` is imported); Keras 3 reads the name as
+    ``clip(x / 6 + 0.5, 0, 1)``. Meant for Keras 2 ``.h5`` files only.
 
     Example:
         >>> sorted(legacy_custom_objects())[:3]
@@ -976,7 +994,7 @@ def legacy_custom_objects() -> dict[str, type]:
     return {**{name: _legacy_class(name, arguments) for name, arguments in _KERAS2_ONLY.items()
                if hasattr(keras.layers, name)},
             **{name: _legacy_wrapper(name) for name in _WRAPPERS},
-            "Functional": functional, "Model": functional}
+            "Functional": functional, "Model": functional, "hard_sigmoid": keras1_hard_sigmoid}
 
 
 def _layer_configs(config: Any):
