@@ -960,6 +960,34 @@ def _legacy_functional() -> type:
     })
 
 
+_NESTED_FUNCTIONAL_ROUTE = (
+    "build the model in Keras 3 code, its layers and the nested model's layers named as the file names "
+    "them (describe_legacy_h5 lists them), then convert_legacy_h5(path, 'm.weights.h5', model=twin)")
+
+
+def _legacy_sequential() -> type:
+    """``Sequential`` that names the route when Keras 3 cannot rebuild a functional model nested in it."""
+
+    def from_config(cls, config, custom_objects=None):
+        try:
+            return keras.Sequential.from_config(config, custom_objects=custom_objects)  # a plain Keras 3 model
+        except ValueError as error:
+            nested = [layer.get("config", {}).get("name", "?") for layer in
+                      (config.get("layers", []) if isinstance(config, dict) else [])
+                      if layer.get("class_name") in ("Functional", "Model")]
+            if not nested or "to a shape" not in str(error):
+                raise
+            raise LegacyModelError("", [f"layer {name!r}: a functional model nested in a Sequential; Keras 3 "
+                                        f"cannot rebuild it ({first_line(error)})" for name in nested],
+                                   route=_NESTED_FUNCTIONAL_ROUTE) from None
+
+    return type("Sequential", (keras.Sequential,), {
+        "from_config": classmethod(from_config), "__module__": __name__,
+        "__doc__": "Builds a Keras 3 Sequential from a Keras 2 configuration (a nested functional model refused "
+                   "with its route).",
+    })
+
+
 def legacy_custom_objects() -> dict[str, type]:
     """Classes that let Keras 3 rebuild Keras 2 configurations with arguments it no longer accepts.
 
@@ -973,7 +1001,9 @@ def legacy_custom_objects() -> dict[str, type]:
     ``trainable`` and ``noise_shape`` of ``SpatialDropout1D``/``2D``/``3D``; and
     ``Functional``/``Model`` rewrite calls that pass a tensor by keyword
     (Keras 2's ``mha(query, value=v)``, which Keras 3 reads as a plain list)
-    and renumber the calls of nested models (Keras 2 numbers them from 1).
+    and renumber the calls of nested models (Keras 2 numbers them from 1);
+    ``Sequential`` refuses a functional model nested in it, which Keras 3
+    cannot rebuild, with ``LegacyModelError`` naming the twin route.
     ``Bidirectional``, ``TimeDistributed`` and ``RNN`` drop the same
     arguments from the layers they wrap (Keras 3 rebuilds those itself, past
     ``custom_objects``), and ``RNN`` its own ``time_major``. A value that would change the computation
@@ -994,7 +1024,8 @@ def legacy_custom_objects() -> dict[str, type]:
     return {**{name: _legacy_class(name, arguments) for name, arguments in _KERAS2_ONLY.items()
                if hasattr(keras.layers, name)},
             **{name: _legacy_wrapper(name) for name in _WRAPPERS},
-            "Functional": functional, "Model": functional, "hard_sigmoid": keras1_hard_sigmoid}
+            "Functional": functional, "Model": functional, "Sequential": _legacy_sequential(),
+            "hard_sigmoid": keras1_hard_sigmoid}
 
 
 def _layer_configs(config: Any):

@@ -1,4 +1,6 @@
-"""Keras 2's ``hard_sigmoid`` is Keras 1's (clip(0.2 x + 0.5, 0, 1)), not Keras 3's (clip(x / 6 + 0.5, 0, 1)).
+"""Wrong answers and raw errors the review found in helpers.keras2's legacy routes.
+
+Keras 2's ``hard_sigmoid`` is Keras 1's (clip(0.2 x + 0.5, 0, 1)), not Keras 3's (clip(x / 6 + 0.5, 0, 1)).
 
 A real TF 2.15.1 ``.h5`` (tests/data/tf215/hard_sigmoid*.h5: LSTM(recurrent_activation='hard_sigmoid')
 and Dense(activation='hard_sigmoid')) answers like Keras 2 through every route of helpers.keras2, and a
@@ -11,7 +13,7 @@ import keras
 import numpy as np
 import pytest
 
-from helpers.errors import Keras2MismatchError
+from helpers.errors import Keras2MismatchError, LegacyModelError
 from helpers.keras1 import keras1_hard_sigmoid
 from helpers.keras2 import convert_legacy_h5, legacy_custom_objects
 from tests.realfiles import copy_real, expected_output, model_input, untouched
@@ -71,3 +73,29 @@ def test_weights_only_file_into_the_right_twin(tmp_path):
     right = twin(keras1_hard_sigmoid)
     convert_legacy_h5(path, tmp_path / "m.weights.h5", model=right)
     assert close(right) < 1e-5
+
+
+# --------------------------------------------------------------------------- a functional model in a Sequential
+
+
+def functional_in_sequential_twin() -> keras.Model:
+    """tests/data/tf215/functional_in_sequential.h5 in Keras 3 code, with the file's names."""
+    inner_in = keras.Input((3,), name="mid_in")
+    hidden = keras.layers.Dense(4, activation="tanh", name="mid_hidden")(inner_in)
+    inner = keras.Model(inner_in, keras.layers.Dense(3, name="mid_out")(hidden), name="mid_func")
+    return keras.Sequential([keras.Input((3,)), keras.layers.Dense(3, name="first"), inner,
+                             keras.layers.Dense(2, name="last")])
+
+
+def test_a_functional_model_in_a_sequential_is_refused_naming_the_twin_route_which_works(tmp_path):
+    path = copy_real("tf215", "functional_in_sequential", tmp_path / "in")
+    with untouched(path):
+        with pytest.raises(LegacyModelError, match="model=twin") as by_load:
+            keras.models.load_model(path, custom_objects=legacy_custom_objects(), compile=False)
+        with pytest.raises(LegacyModelError, match="model=twin") as by_convert:
+            convert_legacy_h5(path, tmp_path / "m.keras")
+        assert "'mid_func'" in str(by_load.value) and "'mid_func'" in str(by_convert.value)
+        twin = functional_in_sequential_twin()
+        convert_legacy_h5(path, tmp_path / "m.weights.h5", model=twin)
+    assert float(np.max(np.abs(np.asarray(twin(model_input("tf215", "functional_in_sequential")))
+                               - expected_output("tf215", "functional_in_sequential")))) < 1e-5

@@ -418,7 +418,25 @@ def make_hard_sigmoid(out: Path) -> None:
                  "Keras 2's hard_sigmoid is clip(0.2 x + 0.5, 0, 1); Keras 3's is clip(x / 6 + 0.5, 0, 1)")
 
 
-STEPS = {"wrappers": make_wrappers, "hard_sigmoid": make_hard_sigmoid}  # --only NAME: these alone
+def functional_in_sequential() -> keras.Model:
+    """A functional model nested in a Sequential: Keras 3 cannot rebuild it (it builds the Sequential
+    from a shape it reads wrong); the twin route works."""
+    fresh(30)
+    inner_in = keras.Input((3,), name="mid_in")
+    inner = keras.Model(inner_in, keras.layers.Dense(3, name="mid_out")(
+        keras.layers.Dense(4, activation="tanh", name="mid_hidden")(inner_in)), name="mid_func")
+    return keras.Sequential([keras.Input((3,)), keras.layers.Dense(3, name="first"), inner,
+                             keras.layers.Dense(2, name="last")], name="functional_in_sequential")
+
+
+def make_functional_in_sequential(out: Path) -> None:
+    save_h5_full(functional_in_sequential(), out, "functional_in_sequential", "nested",
+                 "Sequential: Dense(3) -> functional model (Dense(4, tanh) -> Dense(3)) -> Dense(2)",
+                 ramp(2, 3, scale=2.0, phase=0.7))
+
+
+STEPS = {"wrappers": make_wrappers, "hard_sigmoid": make_hard_sigmoid,
+         "functional_in_sequential": make_functional_in_sequential}  # --only NAME: these alone
 
 
 # ----------------------------------------------------------------------------- artifacts
@@ -759,7 +777,7 @@ def main(argv: list[str] | None = None) -> int:
     for entry in out.iterdir():  # regenerate: remove every artifact, keep script and README
         if entry.name not in KEEP:
             shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
-    for step in (make_h5, make_wrappers, make_hard_sigmoid, make_keras_formats, make_checkpoints, make_saved_models,
+    for step in (make_h5, make_wrappers, make_hard_sigmoid, make_functional_in_sequential, make_keras_formats, make_checkpoints, make_saved_models,
                  make_tf1_builder, make_frozen_and_tflite, make_cudnn):
         step(out)
     for name, entry in MANIFEST.items():
