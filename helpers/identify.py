@@ -827,6 +827,12 @@ def _legacy_h5(path: str, file: Any, whole: bool) -> Identification:
                           "(dense_1_W, an LSTM's per-gate W_i/U_i/b_i) do not pair by position: rebuild the "
                           "model in Keras 3 code with the file's layer names, then "
                           "helpers.keras1.load_keras1_weights(path, model)")
+        if any(len(group[name][weight].shape) >= 3 for name in layers
+               for weight in (_text(w) for w in group[name].attrs.get("weight_names", []))
+               if weight in group[name]):
+            info.traps.append("a convolution: Keras 1 files do not record the backend, and Theano flipped "
+                              "kernels: pass kernels_from='tensorflow' or 'theano' to load_keras1_weights, "
+                              "and build a th file's twin with data_format='channels_first'")
         info.how_to_load = _code(path, """
             from helpers.keras1 import describe_keras1_h5
             # Keras 1: build the same architecture in Keras 3 code (the file's layer names; Keras 1's
@@ -835,6 +841,7 @@ def _legacy_h5(path: str, file: Any, whole: bool) -> Identification:
             report = (f"{sum(map(len, loaded.layers.values()))} weights in "
                       f"{len(loaded.layers)} layers, written by Keras {loaded.keras_version}")
             """)
+        info.partial = "build the twin yourself, then helpers.keras1.load_keras1_weights(path, twin)"
         return info
     if named_keras:
         info.traps.append("HDF5 under a .keras name (Keras 2.12's model.save('x.keras') wrote this): "

@@ -362,3 +362,16 @@ def test_a_consume_less_gpu_lstm_loads(tmp_path):
     twin = lstm_twin()
     load_keras1_weights(path, twin)
     answers(twin, LSTM_FILE)
+
+
+def test_identify_verify_of_a_keras1_file_is_not_called_verified(tmp_path):
+    from helpers.__main__ import NOT_VERIFIED, main
+    from helpers.identify import identify
+
+    path = copy_real("keras1-dl4j", LSTM_FILE, tmp_path)
+    verification = identify(path).verify()
+    assert not verification.ok and verification.partial
+    assert str(verification).startswith("not verified: ") and "build the twin yourself" in str(verification)
+    assert main([str(path), "--verify"]) == NOT_VERIFIED
+    conv = identify(copy_real("keras1-dl4j", CONV_FILE, tmp_path / "conv"))
+    assert any("kernels_from" in trap for trap in conv.traps), conv.traps
