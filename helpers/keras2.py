@@ -1344,6 +1344,10 @@ def _pair_h5(path: str, model: Any) -> list[tuple[str, Any, np.ndarray]]:
         if missing and unexpected and not any(hints):
             hints.append("weights are found by the names the .h5 stores: give the model's layers (and the "
                          "layers of nested models) the file's names (describe_legacy_h5 lists them)")
+        if missing and unexpected and any(isinstance(layer, (keras.layers.Bidirectional, keras.layers.TimeDistributed))
+                                          for layer in layers):
+            hints.append("inside Bidirectional/TimeDistributed the wrapped layer's name counts too "
+                         "(forward_<name>): name the inner layer as the file does")
         raise Keras2MismatchError(path, _describe(model), hint="; ".join(h for h in hints if h),
                                   missing=missing, unexpected=unexpected, shape_mismatches=shapes)
     return pairs

@@ -99,3 +99,15 @@ def test_a_functional_model_in_a_sequential_is_refused_naming_the_twin_route_whi
         convert_legacy_h5(path, tmp_path / "m.weights.h5", model=twin)
     assert float(np.max(np.abs(np.asarray(twin(model_input("tf215", "functional_in_sequential")))
                                - expected_output("tf215", "functional_in_sequential")))) < 1e-5
+
+
+# --------------------------------------------------------------------------- a wrapped layer of another name
+
+
+def test_a_bidirectional_twin_with_another_inner_name_is_told_that_name_counts(tmp_path):
+    path = copy_real("tf215", "bidirectional_gru_weights", tmp_path / "in")
+    inputs = keras.Input((5, 3))
+    h = keras.layers.Bidirectional(keras.layers.GRU(3, name="gru_7"), name="bi_gru")(inputs)
+    twin = keras.Model(inputs, keras.layers.Dense(2, name="out")(h))
+    with pytest.raises(Keras2MismatchError, match=r"forward_<name>\): name the inner layer as the file does"):
+        convert_legacy_h5(path, tmp_path / "m.weights.h5", model=twin)
