@@ -880,13 +880,18 @@ def _legacy_h5(path: str, file: Any, whole: bool) -> Identification:
             "shaped (time, batch, features)): Keras 3 has no time_major, and convert_legacy_h5 refuses "
             f"the file; a Keras 3 twin with a plain {plain} loads these weights and answers wrong, "
             "without an error (it reads the time and batch axes the other way round)")
-    if custom or cudnn:
+    nested = sorted({inner.get("config", {}).get("name", "?") for c in _class_configs(config)
+                     if c["class_name"] == "Sequential" and isinstance(c.get("config"), dict)
+                     for inner in c["config"].get("layers", []) if inner.get("class_name") in ("Functional", "Model")})
+    if custom or cudnn or nested:
         blocker = (f"needs its custom classes {sorted(set(custom))}" if custom else
-                   f"{', '.join(cudnn)}: Keras 3 has no CuDNN layers (weights in the CuDNN layout)")
+                   f"{', '.join(cudnn)}: Keras 3 has no CuDNN layers (weights in the CuDNN layout)" if cudnn else
+                   f"a functional model ({', '.join(nested)}) nested in a Sequential; build it in Keras 3 code "
+                   "with the file's names and pass it: convert_legacy_h5(path, 'm.weights.h5', model=twin)")
         info.traps.append(f"Keras 3 cannot rebuild it: {blocker}")
         info.how_to_load = _code(path, f"""
             from helpers.keras2 import describe_legacy_h5
-            # The architecture cannot be rebuilt here ({'custom classes' if custom else 'CuDNN layers'}):
+            # The architecture cannot be rebuilt here ({'custom classes' if custom else 'CuDNN layers' if cudnn else 'a functional model in a Sequential'}):
             # convert_legacy_h5(path, "m.keras", custom_objects={{...}}) with the classes, or
             # build a twin and pass model=twin. Without them, this lists the weights:
             loaded = describe_legacy_h5(path)
