@@ -827,6 +827,12 @@ def _legacy_h5(path: str, file: Any, whole: bool) -> Identification:
                           "(dense_1_W, an LSTM's per-gate W_i/U_i/b_i) do not pair by position: rebuild the "
                           "model in Keras 3 code with the file's layer names, then "
                           "helpers.keras1.load_keras1_weights(path, model)")
+        if any(len(group[name][weight].shape) >= 3 for name in layers
+               for weight in (_text(w) for w in group[name].attrs.get("weight_names", []))
+               if weight in group[name]):
+            info.traps.append("a convolution: Keras 1 files do not record the backend, and Theano flipped "
+                              "kernels: pass kernels_from='tensorflow' or 'theano' to load_keras1_weights, "
+                              "and build a th file's twin with data_format='channels_first'")
         info.how_to_load = _code(path, """
             from helpers.keras1 import describe_keras1_h5
             # Keras 1: build the same architecture in Keras 3 code (the file's layer names; Keras 1's
@@ -835,6 +841,7 @@ def _legacy_h5(path: str, file: Any, whole: bool) -> Identification:
             report = (f"{sum(map(len, loaded.layers.values()))} weights in "
                       f"{len(loaded.layers)} layers, written by Keras {loaded.keras_version}")
             """)
+        info.partial = "build the twin yourself, then helpers.keras1.load_keras1_weights(path, twin)"
         return info
     if named_keras:
         info.traps.append("HDF5 under a .keras name (Keras 2.12's model.save('x.keras') wrote this): "
@@ -873,13 +880,18 @@ def _legacy_h5(path: str, file: Any, whole: bool) -> Identification:
             "shaped (time, batch, features)): Keras 3 has no time_major, and convert_legacy_h5 refuses "
             f"the file; a Keras 3 twin with a plain {plain} loads these weights and answers wrong, "
             "without an error (it reads the time and batch axes the other way round)")
-    if custom or cudnn:
+    nested = sorted({inner.get("config", {}).get("name", "?") for c in _class_configs(config)
+                     if c["class_name"] == "Sequential" and isinstance(c.get("config"), dict)
+                     for inner in c["config"].get("layers", []) if inner.get("class_name") in ("Functional", "Model")})
+    if custom or cudnn or nested:
         blocker = (f"needs its custom classes {sorted(set(custom))}" if custom else
-                   f"{', '.join(cudnn)}: Keras 3 has no CuDNN layers (weights in the CuDNN layout)")
+                   f"{', '.join(cudnn)}: Keras 3 has no CuDNN layers (weights in the CuDNN layout)" if cudnn else
+                   f"a functional model ({', '.join(nested)}) nested in a Sequential; build it in Keras 3 code "
+                   "with the file's names and pass it: convert_legacy_h5(path, 'm.weights.h5', model=twin)")
         info.traps.append(f"Keras 3 cannot rebuild it: {blocker}")
         info.how_to_load = _code(path, f"""
             from helpers.keras2 import describe_legacy_h5
-            # The architecture cannot be rebuilt here ({'custom classes' if custom else 'CuDNN layers'}):
+            # The architecture cannot be rebuilt here ({'custom classes' if custom else 'CuDNN layers' if cudnn else 'a functional model in a Sequential'}):
             # convert_legacy_h5(path, "m.keras", custom_objects={{...}}) with the classes, or
             # build a twin and pass model=twin. Without them, this lists the weights:
             loaded = describe_legacy_h5(path)

@@ -1,11 +1,12 @@
 """Keras 1 ``.h5`` files in Keras 3: rebuild the model in code, then read the weights by layer name.
 
-Keras 1 (2015-2017) wrote the same HDF5 layout as Keras 2 (``model_config``,
+Keras 1 (April 2016 to March 2017) wrote the same HDF5 layout as Keras 2 (``model_config``,
 ``model_weights`` with ``layer_names`` and per-layer ``weight_names``) but with
 its own vocabulary: ``Convolution2D(nb_filter, nb_row, nb_col, dim_ordering=...)``,
 ``Dense(output_dim, init=...)``, weights named ``dense_1_W``/``dense_1_b``, and an
 LSTM stored as twelve arrays (``lstm_1_W_i``, ``lstm_1_U_i``, ``lstm_1_b_i``, ...
-one triple per gate, in the order i, c, f, o). Keras 3 cannot rebuild such a
+one triple per gate, in the order i, c, f, o; ``consume_less='cpu'``/``'mem'``, the default)
+or three (``'gpu'``). Keras 3 cannot rebuild such a
 configuration, and its ``load_weights`` pairs arrays by position; so the route is
 a Keras 3 model written in code and ``load_keras1_weights``::
 
@@ -43,6 +44,54 @@ def keras1_hard_sigmoid(x: Any) -> Any:
         [0.0, 0.5, 0.7, 1.0]
     """
     return keras.ops.clip(0.2 * x + 0.5, 0.0, 1.0)
+
+
+
+def _all_layer_configs(config: Any):
+    """Every ``{"class_name", "config"}`` dict inside a Keras 1/2 configuration (nested models, wrappers)."""
+    if isinstance(config, dict):
+        if "class_name" in config and isinstance(config.get("config"), dict):
+            yield config
+        for value in config.values():
+            yield from _all_layer_configs(value)
+    elif isinstance(config, list):
+        for value in config:
+            yield from _all_layer_configs(value)
+
+
+def keras3_hard_sigmoid_problems(config: Any, model: Any) -> list[str]:
+    """Layers of ``model`` computing Keras 3's ``hard_sigmoid`` where a Keras 1/2 configuration says ``hard_sigmoid``.
+
+    Keras 1 and Keras 2 read the name as ``clip(0.2 x + 0.5, 0, 1)``, Keras 3
+    as ``clip(x / 6 + 0.5, 0, 1)``: a twin built with the name answers
+    differently. Layers are matched by name (a wrapped layer also as
+    ``forward_<name>``/``backward_<name>``). One line per layer and argument.
+
+    Example:
+        >>> twin = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2, activation="hard_sigmoid", name="d")])
+        >>> keras3_hard_sigmoid_problems({"class_name": "Dense", "config": {"name": "d", "activation": "hard_sigmoid"}},
+        ...                              twin)[0][:60]
+        "layer 'd': the file's activation is Keras 1/2's hard_sigmoid"
+    """
+    wanted: dict[str, set[str]] = {}
+    for layer in _all_layer_configs(config):
+        settings = layer["config"]
+        for argument in ("activation", "recurrent_activation", "inner_activation"):
+            if settings.get(argument) == "hard_sigmoid" and settings.get("name"):
+                own = "recurrent_activation" if argument == "inner_activation" else argument
+                wanted.setdefault(settings["name"], set()).add(own)
+    problems = []
+    for layer in model._flatten_layers(include_self=False, recursive=True):
+        name = layer.name
+        for prefix in ("forward_", "backward_"):
+            if name not in wanted and name.startswith(prefix):
+                name = name[len(prefix):]
+        for argument in sorted(wanted.get(name, ())):
+            if getattr(layer, argument, None) is keras.activations.hard_sigmoid:
+                problems.append(f"layer {layer.name!r}: the file's {argument} is Keras 1/2's hard_sigmoid "
+                                f"(0.2x + 0.5), the model's is Keras 3's (x/6 + 0.5); pass "
+                                f"{argument}=helpers.keras1.keras1_hard_sigmoid")
+    return problems
 
 
 @dataclass
@@ -122,7 +171,13 @@ def describe_keras1_h5(path: str | os.PathLike) -> Keras1File:
         group = file["model_weights"] if "model_weights" in file else file
         info = Keras1File(text, version, _text(file.attrs["backend"]) if "backend" in file.attrs else None)
         for name in (_text(n) for n in group.attrs.get("layer_names", [])):
+            if name not in group:
+                raise NotACheckpointError(text, f"damaged: layer {name!r} is listed but has no group")
             names = [_text(w) for w in group[name].attrs.get("weight_names", [])]
+            absent = [w for w in names if w not in group[name]]
+            if absent:
+                raise NotACheckpointError(text, f"damaged: layer {name!r} lists weight {absent[0]!r}, which the "
+                                          "file does not hold")
             info.layers[name] = [(w, tuple(group[name][w].shape)) for w in names]
         if "model_config" in file.attrs:
             for layer in _config_layers(json.loads(_text(file.attrs["model_config"]))):
@@ -144,6 +199,8 @@ _GATES = {"LSTM": "ifco", "GRU": "zrh"}  # Keras 3's order of the gates in kerne
 def _convert(kind: str, arrays: dict[str, np.ndarray], config: dict, kernels_from: str | None,
              where: str) -> dict[str, np.ndarray]:
     """Keras 1 arrays of one layer (by short name) -> ``{Keras 3 weight name: array}``."""
+    if kind in _GATES and set(arrays) == {"W", "U", "b"}:  # consume_less='gpu': already Keras 3's order
+        return {"kernel": arrays["W"], "recurrent_kernel": arrays["U"], "bias": arrays["b"]}
     if kind in _GATES:
         gates = _GATES[kind]
         return {"kernel": np.hstack([arrays[f"W_{g}"] for g in gates]),
@@ -156,7 +213,13 @@ def _convert(kind: str, arrays: dict[str, np.ndarray], config: dict, kernels_fro
     out = {renamed.get(short, short): value for short, value in arrays.items()}
     if kind.startswith("Conv") and "kernel" in out:
         kernel = out["kernel"]
-        if config.get("dim_ordering") == "th":  # (out, in, rows, cols) -> (rows, cols, in, out)
+        ordering = config.get("dim_ordering")
+        if ordering not in ("th", "tf"):
+            raise Keras1LayoutError(where, [f"layer {config.get('name', '?')!r}: a convolution kernel, and the "
+                                           "file has no configuration saying its dim_ordering ('th': "
+                                           "(out, in, rows, cols), 'tf': (rows, cols, in, out))"],
+                                    route="pass dim_ordering='th' or 'tf' (the one the model was built with)")
+        if ordering == "th":  # (out, in, rows, cols) -> (rows, cols, in, out)
             kernel = np.transpose(kernel, tuple(range(2, kernel.ndim)) + (1, 0))
         if kind == "Conv1D" and kernel.ndim == 4:  # Keras 1 kept 1D kernels as (length, 1, in, out)
             kernel = kernel[:, 0]
@@ -191,6 +254,12 @@ def _activation_problem(layer: Any, config: dict) -> str:
             f"is {have_name!r}; pass recurrent_activation={wanted!r}")
 
 
+def _relative_path(variable_path: str, layer_path: str) -> str:
+    """``seq/lstm_1/lstm_cell/kernel`` in layer ``seq/lstm_1`` -> ``kernel`` (the last part, when unique)."""
+    relative = variable_path[len(layer_path) + 1:] if variable_path.startswith(layer_path + "/") else variable_path
+    return relative.rsplit("/", 1)[-1] if relative.count("/") <= 1 else relative
+
+
 def _weighted_layers(model: Any) -> list[Any]:
     """The layers that own weights, inside nested models too (not the cells inside a recurrent layer)."""
     found = []
@@ -202,26 +271,67 @@ def _weighted_layers(model: Any) -> list[Any]:
     return found
 
 
-def load_keras1_weights(path: str | os.PathLike, model: Any, *, kernels_from: str | None = None) -> list[str]:
+_RECURRENT = ("LSTM", "GRU", "SimpleRNN")
+_DATA_FORMAT = {"th": "channels_first", "tf": "channels_last"}
+_BIDIRECTIONAL_ROUTE = ("Keras 1 Bidirectional files are not handled here: load them with tf-keras "
+                        "(load_weights into a tf-keras twin), then re-save for Keras 3")
+
+
+def _layout_problems(layer: Any, file_class: str | None, config: dict) -> list[str]:
+    """What makes ``layer`` compute otherwise than the Keras 1 layer ``config`` describes (class, data_format)."""
+    kind, problems = type(layer).__name__, []
+    if "Bidirectional" in (kind, file_class):
+        problems.append(f"layer {layer.name!r}: Bidirectional ({_BIDIRECTIONAL_ROUTE})")
+    elif file_class in _RECURRENT and kind != file_class:
+        problems.append(f"layer {layer.name!r}: file {file_class}, model {kind}")
+    return problems
+
+
+def _data_format_problems(model: Any, configs: dict[str, dict], ordering: str | None) -> list[str]:
+    """Layers of ``model`` whose ``data_format`` is not the file's ``dim_ordering`` (Flatten -> Dense rows)."""
+    problems = []
+    for layer in model._flatten_layers(include_self=False, recursive=True):
+        said = configs.get(layer.name, {}).get("dim_ordering")
+        if not said and ordering and layer.weights:  # the caller's ordering: for the layers with weights
+            said = ordering
+        wanted = _DATA_FORMAT.get(said or "")
+        have = getattr(layer, "data_format", None)
+        if wanted and have and have != wanted:
+            problems.append(f"layer {layer.name!r}: the file's dim_ordering is "
+                            f"{'th' if wanted == 'channels_first' else 'tf'}, the model's data_format is "
+                            f"{have!r}; build it with data_format={wanted!r}")
+    return problems
+
+
+def load_keras1_weights(path: str | os.PathLike, model: Any, *, kernels_from: str | None = None,
+                        dim_ordering: str | None = None) -> list[str]:
     """Read a Keras 1 ``.h5``'s weights into a built Keras 3 model, by layer name; all or nothing.
 
     Every layer with weights in the file must be a layer of ``model`` with the
     same name, and the other way round. Keras 1's layout is converted: ``W``,
     ``U``, ``b`` become ``kernel``, ``recurrent_kernel``, ``bias`` (``embeddings``
     for ``Embedding``, ``moving_mean``/``moving_variance`` for ``running_mean``/
-    ``running_std``); an LSTM's twelve per-gate arrays (``W_i``, ``U_i``, ``b_i``,
-    ... in the order i, c, f, o) become Keras 3's three (gates i, f, c, o), a
-    GRU's nine (z, r, h) the three of ``GRU(reset_after=False)``; a ``th``
-    (``dim_ordering='th'``) convolution kernel is transposed to channels last.
-    Keras 1 files do not say which backend wrote them, and Theano flipped
-    convolution kernels: a file with a convolution needs ``kernels_from=
-    'tensorflow'`` or ``'theano'``. A recurrent layer whose gate activation is
-    not the file's ``inner_activation`` is refused (Keras 3's ``hard_sigmoid``
-    is not Keras 1's: use ``keras1_hard_sigmoid``).
+    ``running_std``); an LSTM's twelve arrays (``consume_less='cpu'``/``'mem'``,
+    the default: ``W_i``, ``U_i``, ``b_i``, ... in the order i, c, f, o) or three
+    (``'gpu'``: ``W``, ``U``, ``b``, already i, f, c, o) become Keras 3's three, a
+    GRU's nine (z, r, h) or three the three of ``GRU(reset_after=False)``; a
+    ``th`` (``dim_ordering='th'``) convolution kernel is transposed to Keras 3's
+    layout, and the model must then be built ``data_format='channels_first'``
+    (``'tf'``: ``'channels_last'``; otherwise a Flatten -> Dense after it would
+    answer wrong). A weights-only file (no configuration) with a convolution
+    needs ``dim_ordering='th'`` or ``'tf'``. Keras 1 files do not say which
+    backend wrote them, and Theano flipped convolution kernels: a file with a
+    convolution needs ``kernels_from='tensorflow'`` or ``'theano'``. A recurrent
+    layer whose gate activation is not the file's ``inner_activation`` is
+    refused (Keras 3's ``hard_sigmoid`` is not Keras 1's: use
+    ``keras1_hard_sigmoid``), and so is a recurrent layer of another class.
+    Keras 1 ``Bidirectional`` is not handled (route: tf-keras, ``load_weights``
+    into a tf-keras twin).
 
     Anything missing, extra or of another shape raises ``Keras2MismatchError``
-    (a ``CheckpointMismatchError``) naming every such weight, and an activation
-    or a convolution of unknown origin raises ``Keras1LayoutError``; nothing is
+    (a ``CheckpointMismatchError``) naming every such weight; a layout problem
+    (activation, class, ordering, data_format, a convolution of unknown origin)
+    raises ``Keras1LayoutError`` naming every problem at once; nothing is
     assigned unless everything fits, and the file is only read. Returns the
     names of the layers loaded. Prove it by outputs against the ones the
     model's authors recorded.
@@ -252,7 +362,10 @@ def load_keras1_weights(path: str | os.PathLike, model: Any, *, kernels_from: st
     missing = [v.path for name, layer in layers.items() if name not in info.layers for v in layer.weights]
     unexpected = [f"{name}/{w}" for name, weights in info.layers.items() if weights and name not in layers
                   for w, _ in weights]
-    pairs, shapes, problems = [], [], []
+    if dim_ordering not in (None, "th", "tf"):
+        raise ValueError(f"dim_ordering must be 'th' or 'tf', not {dim_ordering!r}")
+    pairs, shapes, problems, routes = [], [], [], []
+    problems += _data_format_problems(model, info.configs, dim_ordering)
     with h5py.File(info.path, "r") as file:
         group = file["model_weights"] if "model_weights" in file else file
         for name, weights in info.layers.items():
@@ -262,14 +375,25 @@ def load_keras1_weights(path: str | os.PathLike, model: Any, *, kernels_from: st
             problem = _activation_problem(layer, config)
             if problem:
                 problems.append(problem)
+            layout = _layout_problems(layer, info.classes.get(name), config)
+            if layout:
+                problems += layout
+                continue
             arrays = {_short(w, name): np.asarray(group[name][w]) for w, _ in weights}
             kind = type(layer).__name__
+            settings = {"name": name, **config}
+            if dim_ordering and not settings.get("dim_ordering"):
+                settings["dim_ordering"] = dim_ordering
             try:
-                converted = _convert(kind, arrays, {"name": name, **config}, kernels_from, info.path)
+                converted = _convert(kind, arrays, settings, kernels_from, info.path)
             except KeyError as gate:  # a recurrent layer without one of its per-gate arrays
                 missing.append(f"{name}/{name}_{gate.args[0]}")
                 continue
-            variables = {v.path.rsplit("/", 1)[-1]: v for v in layer.weights}
+            except Keras1LayoutError as error:  # a convolution of unknown backend or ordering: said with the rest
+                problems += error.problems
+                routes.append(error.route)
+                continue
+            variables = {_relative_path(v.path, layer.path): v for v in layer.weights}
             for short, value in converted.items():
                 variable = variables.pop(short, None)
                 if variable is None:
@@ -279,16 +403,20 @@ def load_keras1_weights(path: str | os.PathLike, model: Any, *, kernels_from: st
                 else:
                     pairs.append((variable, value))
             missing += [v.path for v in variables.values()]
-    if problems:
-        raise Keras1LayoutError(info.path, problems, route="rebuild those layers with the file's activations, "
-                                                          "then call load_keras1_weights again")
+    hints = []
+    if any(s[0].endswith("/bias") and len(s[2]) == 2 for s in shapes):
+        hints.append("Keras 1's GRU is Keras 3's GRU(reset_after=False)")
+    if missing and unexpected:
+        hints.append("layers are paired by name: give the model's layers the file's names "
+                     f"({', '.join(repr(n) for n, w in info.layers.items() if w)})")
+    if problems:  # every problem at once: the layout ones, then the unpaired weights and shapes
+        problems += ([f"missing from the file: {', '.join(missing)}"] if missing else []) + (
+            [f"in the file, not in the model: {', '.join(unexpected)}"] if unexpected else []) + [
+            f"shape of {key}: file {a}, model {b}" for key, a, b in shapes] + hints
+        route = "; ".join(dict.fromkeys(routes + ["rebuild those layers as the file describes, then call "
+                                                   "load_keras1_weights again"]))
+        raise Keras1LayoutError(info.path, problems, route=route)
     if missing or unexpected or shapes:
-        hints = []
-        if any(s[0].endswith("/bias") and len(s[2]) == 2 for s in shapes):
-            hints.append("Keras 1's GRU is Keras 3's GRU(reset_after=False)")
-        if missing and unexpected:
-            hints.append("layers are paired by name: give the model's layers the file's names "
-                         f"({', '.join(repr(n) for n, w in info.layers.items() if w)})")
         raise Keras2MismatchError(info.path, target, hint="; ".join(hints), missing=missing,
                                   unexpected=unexpected, shape_mismatches=shapes)
     snapshot = [(variable, variable.numpy()) for variable, _ in pairs]

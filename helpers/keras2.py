@@ -57,6 +57,7 @@ from helpers.errors import (
     first_line,
 )
 from helpers.files import checkpoint_files_at, path_text, refuse_existing, refuse_unwritable
+from helpers.keras1 import keras1_hard_sigmoid, keras3_hard_sigmoid_problems
 from helpers.migration import RestoreReport, restore_name_based
 from helpers.notebook import wrap_output
 from helpers.object_graph import NameBasedCheckpointError, ObjectGraph, checkpoint_paths, read_object_graph
@@ -791,6 +792,7 @@ def convert_legacy_h5(
         model = _model_from_h5(source, safe_mode, custom_objects)
     else:
         _require_built(model)
+        _refuse_keras3_hard_sigmoid(source, model)
     pairs = _pair_h5(source, model)
     assigned = {id(variable) for _, variable, _ in pairs}
     snapshot = [(variable, variable.numpy()) for _, variable, _ in pairs]
@@ -804,6 +806,18 @@ def convert_legacy_h5(
         _refresh_derived_state(model, assigned)
         raise
     return out
+
+
+def _refuse_keras3_hard_sigmoid(path: str, model: Any) -> None:
+    """A twin whose ``hard_sigmoid`` is Keras 3's where the whole-model file's is Keras 2's: refused."""
+    with _open_h5(path) as file:
+        if "model_config" not in file.attrs:
+            return
+        config = json.loads(_text([file.attrs["model_config"]])[0])
+    problems = keras3_hard_sigmoid_problems(config, model)
+    if problems:
+        raise Keras2MismatchError(path, _describe(model), hint="Keras 2's hard_sigmoid is clip(0.2x + 0.5, 0, 1), "
+                                  "Keras 3's clip(x/6 + 0.5, 0, 1): " + "; ".join(problems))
 
 
 def _save_new(model: Any, out: str) -> None:
@@ -946,6 +960,34 @@ def _legacy_functional() -> type:
     })
 
 
+_NESTED_FUNCTIONAL_ROUTE = (
+    "build the model in Keras 3 code, its layers and the nested model's layers named as the file names "
+    "them (describe_legacy_h5 lists them), then convert_legacy_h5(path, 'm.weights.h5', model=twin)")
+
+
+def _legacy_sequential() -> type:
+    """``Sequential`` that names the route when Keras 3 cannot rebuild a functional model nested in it."""
+
+    def from_config(cls, config, custom_objects=None):
+        try:
+            return keras.Sequential.from_config(config, custom_objects=custom_objects)  # a plain Keras 3 model
+        except ValueError as error:
+            nested = [layer.get("config", {}).get("name", "?") for layer in
+                      (config.get("layers", []) if isinstance(config, dict) else [])
+                      if layer.get("class_name") in ("Functional", "Model")]
+            if not nested or "to a shape" not in str(error):
+                raise
+            raise LegacyModelError("", [f"layer {name!r}: a functional model nested in a Sequential; Keras 3 "
+                                        f"cannot rebuild it ({first_line(error)})" for name in nested],
+                                   route=_NESTED_FUNCTIONAL_ROUTE) from None
+
+    return type("Sequential", (keras.Sequential,), {
+        "from_config": classmethod(from_config), "__module__": __name__,
+        "__doc__": "Builds a Keras 3 Sequential from a Keras 2 configuration (a nested functional model refused "
+                   "with its route).",
+    })
+
+
 def legacy_custom_objects() -> dict[str, type]:
     """Classes that let Keras 3 rebuild Keras 2 configurations with arguments it no longer accepts.
 
@@ -959,12 +1001,18 @@ def legacy_custom_objects() -> dict[str, type]:
     ``trainable`` and ``noise_shape`` of ``SpatialDropout1D``/``2D``/``3D``; and
     ``Functional``/``Model`` rewrite calls that pass a tensor by keyword
     (Keras 2's ``mha(query, value=v)``, which Keras 3 reads as a plain list)
-    and renumber the calls of nested models (Keras 2 numbers them from 1).
+    and renumber the calls of nested models (Keras 2 numbers them from 1);
+    ``Sequential`` refuses a functional model nested in it, which Keras 3
+    cannot rebuild, with ``LegacyModelError`` naming the twin route.
     ``Bidirectional``, ``TimeDistributed`` and ``RNN`` drop the same
     arguments from the layers they wrap (Keras 3 rebuilds those itself, past
     ``custom_objects``), and ``RNN`` its own ``time_major``. A value that would change the computation
     (``time_major=True``, wrapped or not) raises ``LegacyModelError`` naming
     the layer. ``batch_input_shape`` is translated by Keras 3 itself.
+    ``"hard_sigmoid"`` maps to Keras 2's function (``clip(0.2 x + 0.5, 0, 1)``,
+    ``helpers.keras1.keras1_hard_sigmoid``, registered: a model saved from it
+    reloads where ``helpers.keras1`` is imported); Keras 3 reads the name as
+    ``clip(x / 6 + 0.5, 0, 1)``. Meant for Keras 2 ``.h5`` files only.
 
     Example:
         >>> sorted(legacy_custom_objects())[:3]
@@ -976,7 +1024,8 @@ def legacy_custom_objects() -> dict[str, type]:
     return {**{name: _legacy_class(name, arguments) for name, arguments in _KERAS2_ONLY.items()
                if hasattr(keras.layers, name)},
             **{name: _legacy_wrapper(name) for name in _WRAPPERS},
-            "Functional": functional, "Model": functional}
+            "Functional": functional, "Model": functional, "Sequential": _legacy_sequential(),
+            "hard_sigmoid": keras1_hard_sigmoid}
 
 
 def _layer_configs(config: Any):
@@ -1295,6 +1344,10 @@ def _pair_h5(path: str, model: Any) -> list[tuple[str, Any, np.ndarray]]:
         if missing and unexpected and not any(hints):
             hints.append("weights are found by the names the .h5 stores: give the model's layers (and the "
                          "layers of nested models) the file's names (describe_legacy_h5 lists them)")
+        if missing and unexpected and any(isinstance(layer, (keras.layers.Bidirectional, keras.layers.TimeDistributed))
+                                          for layer in layers):
+            hints.append("inside Bidirectional/TimeDistributed the wrapped layer's name counts too "
+                         "(forward_<name>): name the inner layer as the file does")
         raise Keras2MismatchError(path, _describe(model), hint="; ".join(h for h in hints if h),
                                   missing=missing, unexpected=unexpected, shape_mismatches=shapes)
     return pairs

@@ -71,7 +71,7 @@ def test_every_stored_real_file_is_named_with_its_writer_and_a_loading_route(sou
 
 LOADABLE = [(s, n) for s, n in STORED
             if manifest(s)[n]["kind"].startswith("legacy-h5-full") and manifest(s)[n]["output"] is not None
-            and n != "custom_layer"] + [("tf212", "functional_bn_keras")]
+            and n not in ("custom_layer", "functional_in_sequential")] + [("tf212", "functional_bn_keras")]
 
 
 @pytest.mark.parametrize(("source", "name"), LOADABLE, ids=[f"{s}-{n}" for s, n in LOADABLE])
@@ -97,6 +97,13 @@ def test_weights_only_files_point_at_a_twin_and_their_values_are_read():
     info = identify(real_file("tf215", "sequential_weights"))
     assert "architecture is not in the file" in " ".join(info.traps)
     assert sum(map(len, info.load().layers.values())) == info.holds["weights"] == 4
+
+
+def test_a_functional_model_in_a_sequential_says_why_and_is_not_called_verified():
+    info = identify(real_file("tf215", "functional_in_sequential"))
+    assert any("nested in a Sequential" in trap and "model=twin" in trap for trap in info.traps), info.traps
+    verification = info.verify()
+    assert not verification.ok and verification.partial
 
 
 def test_custom_and_cudnn_models_say_why_keras3_cannot_rebuild_them():

@@ -395,7 +395,48 @@ def make_wrappers(out: Path) -> None:
                  ramp(2, 3, 6, 2, scale=2.0, phase=0.6), note)
 
 
-STEPS = {"wrappers": make_wrappers}  # --only NAME: write these artifacts alone
+# ----------------------------------------------------------------------------- hard_sigmoid
+
+def hard_sigmoid_model() -> keras.Model:
+    """LSTM(recurrent_activation='hard_sigmoid') and Dense(activation='hard_sigmoid'): Keras 2's
+    hard_sigmoid is clip(0.2 x + 0.5, 0, 1), Keras 3 reads the name as clip(x / 6 + 0.5, 0, 1)."""
+    fresh(29)
+    inputs = keras.Input((5, 3), name="steps")
+    h = keras.layers.LSTM(4, recurrent_activation="hard_sigmoid", name="lstm")(inputs)
+    h = keras.layers.Dense(4, activation="hard_sigmoid", name="gate")(h)
+    model = keras.Model(inputs, keras.layers.Dense(2, name="out")(h), name="hard_sigmoid")
+    for layer in (model.get_layer("lstm"), model.get_layer("gate")):  # pre-activations beyond +-1
+        layer.weights[0].assign(layer.weights[0] * 4.0)
+    return model
+
+
+def make_hard_sigmoid(out: Path) -> None:
+    save_h5_pair(hard_sigmoid_model(), out, "hard_sigmoid", "activation",
+                 "LSTM(4, recurrent_activation='hard_sigmoid') -> Dense(4, activation="
+                 "'hard_sigmoid') -> Dense(2), input (batch 2, steps 5, features 3)",
+                 ramp(2, 5, 3, scale=2.0, phase=0.3),
+                 "Keras 2's hard_sigmoid is clip(0.2 x + 0.5, 0, 1); Keras 3's is clip(x / 6 + 0.5, 0, 1)")
+
+
+def functional_in_sequential() -> keras.Model:
+    """A functional model nested in a Sequential: Keras 3 cannot rebuild it (it builds the Sequential
+    from a shape it reads wrong); the twin route works."""
+    fresh(30)
+    inner_in = keras.Input((3,), name="mid_in")
+    inner = keras.Model(inner_in, keras.layers.Dense(3, name="mid_out")(
+        keras.layers.Dense(4, activation="tanh", name="mid_hidden")(inner_in)), name="mid_func")
+    return keras.Sequential([keras.Input((3,)), keras.layers.Dense(3, name="first"), inner,
+                             keras.layers.Dense(2, name="last")], name="functional_in_sequential")
+
+
+def make_functional_in_sequential(out: Path) -> None:
+    save_h5_full(functional_in_sequential(), out, "functional_in_sequential", "nested",
+                 "Sequential: Dense(3) -> functional model (Dense(4, tanh) -> Dense(3)) -> Dense(2)",
+                 ramp(2, 3, scale=2.0, phase=0.7))
+
+
+STEPS = {"wrappers": make_wrappers, "hard_sigmoid": make_hard_sigmoid,
+         "functional_in_sequential": make_functional_in_sequential}  # --only NAME: these alone
 
 
 # ----------------------------------------------------------------------------- artifacts
@@ -714,7 +755,7 @@ def make_cudnn(out: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=HERE)
-    parser.add_argument("--only", choices=["wrappers"], default=None,
+    parser.add_argument("--only", choices=sorted(STEPS), default=None,
                         help="write only these artifacts and merge their entries into the "
                              "folder's MANIFEST.json (the other files stay as they are)")
     args = parser.parse_args(argv)
@@ -736,7 +777,7 @@ def main(argv: list[str] | None = None) -> int:
     for entry in out.iterdir():  # regenerate: remove every artifact, keep script and README
         if entry.name not in KEEP:
             shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
-    for step in (make_h5, make_wrappers, make_keras_formats, make_checkpoints, make_saved_models,
+    for step in (make_h5, make_wrappers, make_hard_sigmoid, make_functional_in_sequential, make_keras_formats, make_checkpoints, make_saved_models,
                  make_tf1_builder, make_frozen_and_tflite, make_cudnn):
         step(out)
     for name, entry in MANIFEST.items():
