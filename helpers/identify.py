@@ -44,7 +44,7 @@ from typing import Any
 
 from helpers.errors import ArchiveTooLargeError, NotAModelFileError, VerificationError, first_line
 from helpers.files import check_archive_sizes, path_text
-from helpers.trust import LAMBDA, MODULES, SAVEDMODEL, TRUST_HINT, refusal
+from helpers.trust import GRAPH, LAMBDA, MODULES, SAVEDMODEL, TFSM, TRUST_HINT, refusal
 
 __all__ = [
     "KINDS",
@@ -184,11 +184,17 @@ class Identification:
         With ``trust=True``, the code that also runs what the file carries (``runs_code``: a
         Lambda's bytecode with ``safe_mode=False``): only for a file you trust.
 
+        A file whose loading runs code it carries (``runs_code``: a SavedModel's functions,
+        a graph's ops, modules tf-keras imports) raises ``VerificationError`` without trust:
+        nothing is run.
+
         Example:
             >>> model = identify("tests/data/tf215/sequential.h5").load()   # doctest: +SKIP
         """
         if not self.is_model:
             raise NotAModelFileError(self.path, self.reason)
+        if self.runs_code and not trust and not self.trusted_code:
+            raise VerificationError(self.path, refusal(self.runs_code))
         namespace: dict[str, Any] = {"__name__": "__identify__"}
         code = (self.trusted_code or self.how_to_load) if trust else self.how_to_load
         exec(compile(code, f"<how to load {self.kind}>", "exec"), namespace)
@@ -542,7 +548,8 @@ def _meta_graph(path: str) -> Identification:
     prefix = path[: -len(".meta")]
     has_values = os.path.isfile(prefix + ".index") or os.path.isfile(prefix)
     info = Identification(path, "meta-graph", written_by={"TensorFlow": version} if version else {},
-                          holds={"variables in the graph": variables, "checkpoint beside it": has_values})
+                          holds={"variables in the graph": variables, "checkpoint beside it": has_values},
+                          runs_code=[GRAPH])
     if devices:
         info.traps.append(f"the graph pins ops to {', '.join(sorted(devices))}: import it with "
                           "clear_devices=True")
@@ -553,6 +560,8 @@ def _meta_graph(path: str) -> Identification:
     else:
         last = "    loaded.run(tf.compat.v1.global_variables_initializer())  # no saved values"
     info.how_to_load = _code(path, """
+        # Restoring or initializing runs ops stored in the graph: only for a file you trust.
+        VALUES
         import tensorflow as tf
         from helpers.files import glob_safe_prefix
         graph = tf.Graph()
@@ -563,6 +572,9 @@ def _meta_graph(path: str) -> Identification:
         report = (f"a Session over {len(graph.get_operations())} ops, "
                   f"{len(graph.get_collection('variables'))} variables")
         """)
+    values = ("# The values alone, without running the graph: helpers.inspection.read_checkpoint(prefix).\n"
+              if has_values else "")
+    info.how_to_load = info.how_to_load.replace("VALUES\n", values, 1)
     return info
 
 

@@ -21,7 +21,7 @@ import pytest
 import tensorflow as tf
 
 from helpers.__main__ import NOT_TRUSTED, NOT_VERIFIED, main
-from helpers.errors import ArchiveTooLargeError
+from helpers.errors import ArchiveTooLargeError, VerificationError
 from helpers.identify import _last_error, identify
 from helpers.keras_files import describe_keras_file
 from helpers.saved_models import describe_saved_model
@@ -115,10 +115,72 @@ def test_a_savedmodels_stored_functions_are_not_run_without_trust(tmp_path, expo
     assert info.verify(trust=True).ok and marker.exists()  # loading did run the folder's function
 
 
-def test_modules_named_by_a_keras2_archive_are_not_imported_without_trust(tmp_path, monkeypatch):
+@pytest.mark.parametrize("export_like", [False, True], ids=["tf.saved_model.load", "TFSMLayer"])
+def test_load_refuses_a_savedmodel_without_trust(tmp_path, export_like):
     marker = tmp_path / "ran.txt"
-    (tmp_path / "markermod.py").write_text(f"open({str(marker)!r}, 'w').write('ran')\nclass Dense: pass\n")
+    marker_saved_model(tmp_path / "sm", marker, export_like)
+    info = identify(tmp_path / "sm")
+    with pytest.raises(VerificationError, match="nothing was run.*SavedModel"):
+        info.load()
+    assert not marker.exists()
+    info.load(trust=True)
+    assert marker.exists()
+
+
+def marker_meta_graphs(folder: Path, marker: Path) -> tuple[Path, Path]:
+    """Two ``.meta`` graphs whose ops write ``marker``: in a variable's initializer (no checkpoint
+    beside it), and in the group a Saver's ``restore_op_name`` names (a checkpoint beside it)."""
+    v1 = tf.compat.v1
+    (folder / "noval").mkdir(parents=True)
+    (folder / "val").mkdir()
+    with tf.Graph().as_default() as graph:
+        with tf.control_dependencies([tf.io.write_file(str(marker), "ran")]):
+            v1.Variable(tf.constant(1.0), name="v")
+        v1.train.export_meta_graph(str(folder / "noval" / "model.meta"), graph=graph)
+    with tf.Graph().as_default() as graph:
+        variable = v1.Variable(1.0, name="v")
+        saver = v1.train.Saver()
+        with v1.Session() as session:
+            session.run(variable.initializer)
+            saver.save(session, str(folder / "val" / "model"), write_meta_graph=False)
+        restore = graph.get_operation_by_name(saver.saver_def.restore_op_name)
+        hijacked = tf.group(restore, tf.io.write_file(str(marker), "ran"), name="hijacked_restore")
+        meta = v1.train.export_meta_graph(graph=graph, saver_def=saver.saver_def)
+        meta.saver_def.restore_op_name = hijacked.name
+        (folder / "val" / "model.meta").write_bytes(meta.SerializeToString())
+    assert not marker.exists()
+    return folder / "noval" / "model.meta", folder / "val" / "model.meta"
+
+
+def test_a_meta_graphs_ops_are_not_run_without_trust(tmp_path, capsys):
+    marker = tmp_path / "ran.txt"
+    for meta in marker_meta_graphs(tmp_path, marker):
+        info = identify(meta)
+        assert info.kind == "meta-graph" and info.runs_code, info
+        verification = info.verify()
+        assert verification.untrusted and not verification.ok and "graph's ops" in verification.report
+        assert main([str(meta), "--verify"]) == NOT_TRUSTED
+        assert "nothing was run" in capsys.readouterr().out
+        with pytest.raises(VerificationError, match="nothing was run"):
+            info.load()
+        assert not marker.exists()
+        info.load(trust=True)  # trusted: initializing or restoring runs the graph's ops
+        assert marker.exists()
+        marker.unlink()
+
+
+def test_load_refuses_modules_a_keras2_archive_names_without_trust(tmp_path, monkeypatch):
+    marker = tmp_path / "ran.txt"
     monkeypatch.setenv("PYTHONPATH", f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
+    bad = keras2_archive_naming(tmp_path, marker)
+    with pytest.raises(VerificationError, match="imports the modules"):
+        identify(bad).load()
+    assert not marker.exists()
+
+
+def keras2_archive_naming(tmp_path: Path, marker: Path) -> Path:
+    """A Keras 2.15 ``.keras`` whose config names ``markermod``, a module that writes ``marker``."""
+    (tmp_path / "markermod.py").write_text(f"open({str(marker)!r}, 'w').write('ran')\nclass Dense: pass\n")
     source = copy_real("tf215", "functional_bn_keras", tmp_path / "in")
     bad = tmp_path / "custom.keras"
     with zipfile.ZipFile(source) as old, zipfile.ZipFile(bad, "w") as new:
@@ -129,6 +191,13 @@ def test_modules_named_by_a_keras2_archive_are_not_imported_without_trust(tmp_pa
                 config["config"]["layers"][1]["module"] = "markermod"  # tf-keras imports it by name
                 data = json.dumps(config).encode()
             new.writestr(item, data)
+    return bad
+
+
+def test_modules_named_by_a_keras2_archive_are_not_imported_without_trust(tmp_path, monkeypatch):
+    marker = tmp_path / "ran.txt"
+    monkeypatch.setenv("PYTHONPATH", f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
+    bad = keras2_archive_naming(tmp_path, marker)
     info = identify(bad)
     assert info.kind == "keras2-archive" and info.runs_code, info
     assert info.verify().untrusted and not marker.exists()
@@ -179,7 +248,7 @@ def test_a_tf1_savedmodel_with_two_metagraphs_loads_with_its_tags():
     assert info.kind == "savedmodel-tf1" and "tags=['serve']" in info.how_to_load
     assert info.holds["tag-sets"] == ["serve", "train"]
     x = tf.constant(np.asarray(model_input("tf215-more", "tf1_two_metagraphs")["x"], np.float32))
-    out = info.load().signatures["serving_default"](x=x)["y"]
+    out = info.load(trust=True).signatures["serving_default"](x=x)["y"]
     np.testing.assert_allclose(out, expected_output("tf215-more", "tf1_two_metagraphs"), atol=1e-6)
     assert info.verify(trust=True).ok
 
