@@ -11,7 +11,8 @@ Exit codes:
 * 1: not a model file (missing, unreadable, empty, truncated, another format);
 * 2: a model file the advised code could not load here (``--verify`` only),
   for example because a runtime such as onnxruntime is not installed, or code that
-  read only the weights of a whole model (it did not load the model);
+  read only the weights of a whole model (it did not load the model), or a file that
+  declares a model far larger than it stores (the loading process's memory is capped);
 * 3: not verified, nothing run: loading the file would run code it carries (a Lambda's
   bytecode, a SavedModel's stored functions, a ``.meta`` graph's ops, modules tf-keras imports
   by name);

@@ -30,6 +30,7 @@ From a shell: ``python -m helpers PATH [--verify [--trust]] [--json]``.
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import os
@@ -221,6 +222,8 @@ class Identification:
             return Verification(False, refusal(self.runs_code), untrusted=True)
         code = (self.trusted_code or self.how_to_load) if trust else self.how_to_load
         script = code + f"\nprint({_MARK!r} + str(report))\n"
+        stored = _stored_bytes(self.path)
+        cap = min(MAX_VERIFY_MEMORY, VERIFY_MEMORY_BASE + 4 * stored)
         root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3",
                "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
@@ -230,7 +233,9 @@ class Identification:
                 file.write(script)
             try:
                 done = subprocess.run([sys.executable, source], capture_output=True, text=True,
-                                      timeout=timeout, env=env, cwd=os.getcwd())
+                                      timeout=timeout, env=env, cwd=os.getcwd(),
+                                      preexec_fn=functools.partial(_cap_memory, cap)
+                                      if os.name == "posix" else None)
             except subprocess.TimeoutExpired:
                 return Verification(False, f"the loading code ran longer than {timeout:g} s")
         for line in done.stdout.splitlines():
@@ -238,12 +243,59 @@ class Identification:
                 if self.partial:
                     return Verification(False, f"{line[len(_MARK):]}; {self.partial}", partial=True)
                 return Verification(True, line[len(_MARK):])
+        if _OUT_OF_MEMORY.search(done.stderr):
+            return Verification(False, f"the model this file declares needs more than "
+                                       f"{cap / (1 << 30):.1f} GiB of memory to load, far more than its "
+                                       f"{_bytes_text(stored)} on disk take")
         error = _last_error(done.stderr)
         missing = re.search(r"No module named '([\w.]+)'", error)
         if missing:
             package = _PACKAGES.get(missing[1].split(".")[0], missing[1].split(".")[0])
             return Verification(False, f"{error}: pip install {package}", missing=package)
         return Verification(False, error)
+
+
+# The loading process's data memory (RLIMIT_DATA): a 1.5 KB .keras can declare a Dense layer of
+# 100 million units, and Keras allocates it before any shape is compared (4.5 GB measured). Importing
+# TensorFlow and loading the course's files needs under 1 GiB (measured on TF 2.21), and loading
+# takes a few times what the file stores: the cap is VERIFY_MEMORY_BASE + 4 x the bytes on disk,
+# at most MAX_VERIFY_MEMORY.
+VERIFY_MEMORY_BASE = 2 << 30
+MAX_VERIFY_MEMORY = 64 << 30
+_OUT_OF_MEMORY = re.compile(r"\bMemoryError\b|OOM when allocating|std::bad_alloc|Unable to allocate|"
+                            r"failed to allocate|Cannot allocate memory")
+
+
+def _stored_bytes(path: str) -> int:
+    """Bytes ``path`` stores on disk (the cap on the loading process's memory grows with them).
+
+    ``path`` counts with the files beside it that share its stem (a checkpoint's ``.index`` and
+    ``.data`` files beside a ``.meta``), or every file under it for a folder.
+    """
+    stored = 0
+    if os.path.isdir(path):
+        for folder, _, names in os.walk(path):
+            stored += sum(os.path.getsize(os.path.join(folder, n)) for n in names
+                          if os.path.isfile(os.path.join(folder, n)))
+    else:
+        folder, stem = os.path.split(os.path.abspath(path))
+        stem = stem.split(".")[0]
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            names = []
+        stored = sum(os.path.getsize(os.path.join(folder, n)) for n in names
+                     if n.split(".")[0] == stem and os.path.isfile(os.path.join(folder, n)))
+    return stored
+
+
+def _cap_memory(cap: int) -> None:
+    """In the child before it runs: at most ``cap`` bytes of data memory (never raises a lower limit)."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
+    cap = cap if hard == resource.RLIM_INFINITY else min(cap, hard)
+    resource.setrlimit(resource.RLIMIT_DATA, (cap, hard))
 
 
 _PACKAGES = {"onnxruntime": "onnxruntime", "ai_edge_litert": "ai-edge-litert", "tf_keras": "tf-keras"}

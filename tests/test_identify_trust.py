@@ -303,3 +303,25 @@ def test_the_command_prints_no_tensorflow_log_lines(source, name):
     assert done.stderr == ""
     for marker in ("I0000", "W0000", "E0000", "WARNING:", "oneDNN", "cuda"):
         assert marker not in done.stdout, done.stdout
+
+
+def test_verify_caps_the_memory_a_tiny_file_can_declare(tmp_path):
+    inputs = keras.Input((3,))
+    keras.Model(inputs, keras.layers.Dense(2)(inputs)).save(tmp_path / "plain.keras")
+    huge = tmp_path / "huge.keras"  # ~1.5 KB declaring a 3 x 1e9 kernel (12 GB): Keras builds it first
+    with zipfile.ZipFile(tmp_path / "plain.keras") as old, zipfile.ZipFile(huge, "w") as new:
+        for item in old.infolist():
+            data = old.read(item)
+            if item.filename == "config.json":
+                config = json.loads(data)
+                for layer in config["config"]["layers"]:
+                    if layer["class_name"] == "Dense":
+                        layer["config"]["units"] = 1_000_000_000
+                data = json.dumps(config).encode()
+            new.writestr(item, data)
+    verification = identify(huge).verify()
+    assert not verification.ok and not verification.untrusted
+    assert verification.report.startswith("the model this file declares needs more than 2.0 GiB"), \
+        verification.report
+    assert main([str(huge), "--verify"]) == NOT_VERIFIED
+    assert identify(tmp_path / "plain.keras").verify().ok  # a real file loads under the cap
