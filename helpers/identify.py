@@ -665,9 +665,8 @@ def _zip(path: str) -> Identification:
                            f"{config.get('config', {}).get('name', '')!r}".strip(),
                   "optimizer state": optimizer,
                   "custom objects": _custom_classes(config)}
-    lam = _has_lambda_code(config)
-    if lam:
-        info.runs_code.append(LAMBDA)
+    lam, tfsm = _has_lambda_code(config), _has_tfsm_layer(config)
+    info.runs_code += [LAMBDA] * lam + [TFSM] * tfsm
     if info.kind == "keras3-archive":
         if info.holds["custom objects"]:
             info.traps.append("needs its custom classes: import or register them before loading "
@@ -681,11 +680,11 @@ def _zip(path: str) -> Identification:
                 'report = f"{len(loaded)} weight arrays (the model needs its custom classes)"')
             info.partial = "only the weights were read: the model needs its custom classes"
         else:
-            info.how_to_load = _code(path, _LAMBDA_NOTE * lam + textwrap.dedent("""
+            info.how_to_load = _code(path, _LAMBDA_NOTE * lam + _TFSM_NOTE * tfsm + textwrap.dedent("""
                 import keras
                 loaded = keras.models.load_model(path)
                 """)) + _MODEL_REPORT
-            if lam:
+            if lam or tfsm:
                 info.trusted_code = info.how_to_load.replace("load_model(path)",
                                                              "load_model(path, safe_mode=False)")
         return info
@@ -723,6 +722,15 @@ def _zip(path: str) -> Identification:
 
 _LAMBDA_NOTE = ("# A Lambda holds Python bytecode: safe_mode (the default) refuses it. safe_mode=False\n"
                 "# runs that code: only for a file you trust (python -m helpers FILE --verify --trust).")
+
+
+_TFSM_NOTE = ("\n# A TFSMLayer loads the SavedModel its config names, which runs that folder's functions:\n"
+              "# safe_mode (the default) refuses it; safe_mode=False only for a file you trust.")
+
+
+def _has_tfsm_layer(config: Any) -> bool:
+    """Whether a configuration holds a ``TFSMLayer`` (it loads a SavedModel: ``helpers.trust.TFSM``)."""
+    return any(item.get("class_name") == "TFSMLayer" for item in _class_configs(config))
 
 
 def _archive_weights_code(path: str, why: str, report: str) -> str:
@@ -962,17 +970,16 @@ def _keras3_h5(info: Identification, config: dict) -> Identification:
     info.traps.append("Keras 3 wrote this legacy .h5 (model.save('x.h5') logs that it is legacy): "
                       "keras.models.load_model(path, compile=False) rebuilds the model; the file's "
                       "optimizer state is not restored (a .keras file keeps it)")
-    lam = _has_lambda_code(config)
-    if lam:
-        info.runs_code.append(LAMBDA)
+    lam, tfsm = _has_lambda_code(config), _has_tfsm_layer(config)
+    info.runs_code += [LAMBDA] * lam + [TFSM] * tfsm
     if info.holds["custom objects"]:
         info.traps.append("needs its custom classes: import or register them before loading "
                           "(custom_objects=)")
-    info.how_to_load = _code(info.path, _LAMBDA_NOTE * lam + textwrap.dedent("""
+    info.how_to_load = _code(info.path, _LAMBDA_NOTE * lam + _TFSM_NOTE * tfsm + textwrap.dedent("""
         import keras
         loaded = keras.models.load_model(path, compile=False)  # compile=False: no loss is rebuilt
         """)) + _MODEL_REPORT
-    if lam:
+    if lam or tfsm:
         info.trusted_code = info.how_to_load.replace("compile=False)", "compile=False, safe_mode=False)", 1)
     return info
 
@@ -1036,15 +1043,22 @@ def _unknown(config: dict) -> set[str]:
 
 def _weights_h5(path: str, file: Any) -> Identification:
     counts = {"model": 0, "optimizer": 0}
+    unstored: list[str] = []
 
     def visit(name: str, item: Any) -> None:
         if hasattr(item, "shape"):
             counts["optimizer" if name.startswith("optimizer/") else "model"] += 1
+            if item.size and item.id.get_storage_size() == 0:  # declared, never written
+                unstored.append(f"{name} {tuple(item.shape)}")
 
     file.visititems(visit)
     info = Identification(path, "weights-h5", holds={"weights": counts["model"],
                                                      "optimizer state": "optimizer" in file and
                                                      len(file["optimizer"]) > 0})
+    if unstored:
+        info.blocked = (f"values not stored: {len(unstored)} dataset(s) declare a shape but hold no "
+                        f"data ({', '.join(unstored[:2])}): not weights Keras saved")
+        info.traps.append(info.blocked)
     if counts["optimizer"]:
         info.holds["optimizer values"] = counts["optimizer"]
     info.traps.append("weights only: the architecture is not in the file; load_weights into a model "

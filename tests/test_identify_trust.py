@@ -7,6 +7,7 @@ never appears, and the command says it did not verify (exit code 3).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -21,7 +22,7 @@ import pytest
 import tensorflow as tf
 
 from helpers.__main__ import NOT_TRUSTED, NOT_VERIFIED, main
-from helpers.errors import ArchiveTooLargeError, VerificationError
+from helpers.errors import ArchiveTooLargeError, NotAKerasFileError, VerificationError
 from helpers.identify import _last_error, identify
 from helpers.keras_files import describe_keras_file
 from helpers.saved_models import describe_saved_model
@@ -325,3 +326,49 @@ def test_verify_caps_the_memory_a_tiny_file_can_declare(tmp_path):
         verification.report
     assert main([str(huge), "--verify"]) == NOT_VERIFIED
     assert identify(tmp_path / "plain.keras").verify().ok  # a real file loads under the cap
+
+
+def test_weights_declared_but_not_stored_are_not_verified(tmp_path):
+    import h5py
+
+    path = tmp_path / "giant.weights.h5"
+    with h5py.File(path, "w") as h5:  # 80 GB declared, a few KB on disk: nothing written
+        h5.create_group("vars")
+        kernel = h5.create_group("layers/dense/vars")
+        kernel.create_dataset("0", shape=(200_000, 100_000), dtype="f4", chunks=(1000, 1000))
+        kernel.create_dataset("1", data=np.zeros(2, np.float32))
+    info = identify(path)
+    assert info.kind == "weights-h5" and "values not stored" in info.blocked, info
+    verification = info.verify()
+    assert not verification.ok and "layers/dense/vars/0 (200000, 100000)" in verification.report
+    assert main([str(path), "--verify"]) == NOT_VERIFIED
+    with pytest.raises(NotAKerasFileError, match="stores no values"):
+        describe_keras_file(path)
+
+
+def test_a_tfsmlayer_inside_a_keras_file_is_not_run_without_trust(tmp_path):
+    marker = tmp_path / "ran.txt"
+    marker_saved_model(tmp_path / "sm", marker)
+    inputs = keras.Input((3,))
+    keras.Model(inputs, keras.layers.Dense(2)(inputs)).save(tmp_path / "plain.keras")
+    config = {"module": "keras", "class_name": "Sequential", "registered_name": None, "config": {
+        "name": "s", "layers": [
+            {"module": "keras.layers", "class_name": "InputLayer", "registered_name": None,
+             "config": {"batch_shape": [None], "dtype": "float32", "name": "in"}},
+            {"module": "keras.layers", "class_name": "TFSMLayer", "registered_name": None,
+             "config": {"name": "t", "filepath": str(tmp_path / "sm"), "call_endpoint": "serving_default",
+                        "trainable": False, "dtype": "float32"}}]}}
+    path = tmp_path / "tfsm.keras"
+    with zipfile.ZipFile(tmp_path / "plain.keras") as old, zipfile.ZipFile(path, "w") as new:
+        for item in old.infolist():
+            new.writestr(item, json.dumps(config) if item.filename == "config.json" else old.read(item))
+    info = identify(path)
+    assert info.runs_code and "TFSMLayer" in info.runs_code[0] and "SavedModel" in info.runs_code[0]
+    assert "safe_mode=False)" not in info.how_to_load and "safe_mode=False)" in info.trusted_code
+    assert info.verify().untrusted and main([str(path), "--verify"]) == NOT_TRUSTED
+    with pytest.raises(ValueError, match="safe_mode"):  # the printed code is safe by default
+        info.load()
+    assert not marker.exists()
+    with contextlib.suppress(ValueError):  # the layer's SavedModel holds other weights than the file
+        info.load(trust=True)
+    assert marker.exists()  # trusted: the SavedModel's initializer ran
