@@ -887,7 +887,7 @@ def _legacy_h5(path: str, file: Any, whole: bool) -> Identification:
     backend = _text(group.attrs.get("backend", file.attrs.get("backend", "?")))
     layers = [_text(n) for n in group.attrs["layer_names"]]
     count = sum(len(group[name].attrs.get("weight_names", [])) for name in layers)
-    named_keras = path.endswith(".keras")
+    named_keras = path.endswith(".keras") and not version.startswith("3")  # Keras 3's: _keras3_h5
     kind = "keras2-hdf5-named-keras" if named_keras else ("legacy-h5-model" if whole else "legacy-h5-weights")
     info = Identification(path, kind, written_by={"Keras": f"{version} ({backend})"})
     info.holds = {"layers": len(layers), "weights": count, "optimizer state": "optimizer_weights" in file}
@@ -967,9 +967,16 @@ def _keras3_h5(info: Identification, config: dict) -> Identification:
     """A legacy ``.h5`` that Keras 3 wrote (``model.save("x.h5")``): Keras 3 reads it back itself."""
     info.written_by = {"Keras": info.written_by["Keras"].split(" (")[0]}
     info.holds["custom objects"] = _custom_classes(config)
-    info.traps.append("Keras 3 wrote this legacy .h5 (model.save('x.h5') logs that it is legacy): "
-                      "keras.models.load_model(path, compile=False) rebuilds the model; the file's "
-                      "optimizer state is not restored (a .keras file keeps it)")
+    renamed = info.path.endswith(".keras")
+    if renamed:  # a Keras 3 model.save("x.h5"), renamed
+        info.traps.append("a legacy HDF5 model (Keras 3's model.save('x.h5')) under a .keras name: "
+                          "keras.models.load_model(path) says 'File not found' although the file is "
+                          "there; load a copy named .h5")
+    else:
+        info.traps.append("Keras 3 wrote this legacy .h5 (model.save('x.h5') logs that it is legacy): "
+                          "keras.models.load_model(path, compile=False) rebuilds the model"
+                          + ("; the file's optimizer state is not restored (a .keras file keeps it)"
+                             if info.holds["optimizer state"] else ""))
     lam, tfsm = _has_lambda_code(config), _has_tfsm_layer(config)
     info.runs_code += [LAMBDA] * lam + [TFSM] * tfsm
     if info.holds["custom objects"]:
@@ -979,6 +986,13 @@ def _keras3_h5(info: Identification, config: dict) -> Identification:
         import keras
         loaded = keras.models.load_model(path, compile=False)  # compile=False: no loss is rebuilt
         """)) + _MODEL_REPORT
+    if renamed:  # Keras reads HDF5 only under an .h5 name: a copy in a temporary folder
+        info.how_to_load = info.how_to_load.replace(
+            "import keras\n", "import os, shutil, tempfile, keras\n", 1).replace(
+            "loaded = keras.models.load_model(path, compile=False)  # compile=False: no loss is rebuilt\n",
+            "with tempfile.TemporaryDirectory() as folder:  # HDF5 loads only under an .h5 name\n"
+            "    copy = shutil.copyfile(path, os.path.join(folder, \"model.h5\"))\n"
+            "    loaded = keras.models.load_model(copy, compile=False)  # compile=False: no loss is rebuilt\n", 1)
     if lam or tfsm:
         info.trusted_code = info.how_to_load.replace("compile=False)", "compile=False, safe_mode=False)", 1)
     return info

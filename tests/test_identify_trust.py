@@ -372,3 +372,19 @@ def test_a_tfsmlayer_inside_a_keras_file_is_not_run_without_trust(tmp_path):
     with contextlib.suppress(ValueError):  # the layer's SavedModel holds other weights than the file
         info.load(trust=True)
     assert marker.exists()  # trusted: the SavedModel's initializer ran
+
+
+def test_a_renamed_keras3_h5_has_one_trap_and_loads(tmp_path):
+    inputs = keras.Input((3,))
+    model = keras.Model(inputs, keras.layers.Dense(2)(inputs))
+    model.save(tmp_path / "plain.h5")  # not compiled: no optimizer state
+    plain = identify(tmp_path / "plain.h5")
+    assert plain.holds["optimizer state"] is False
+    assert not any("optimizer state is not restored" in trap for trap in plain.traps), plain.traps
+    shutil.copyfile(tmp_path / "plain.h5", tmp_path / "renamed.keras")
+    info = identify(tmp_path / "renamed.keras")
+    assert info.kind == "legacy-h5-model" and info.written_by == {"Keras": keras.__version__}
+    assert len(info.traps) == 1 and "under a .keras name" in info.traps[0], info.traps
+    assert "Keras 2" not in str(info)
+    assert info.verify().ok
+    np.testing.assert_allclose(info.load()(np.ones((1, 3), np.float32)), model(np.ones((1, 3))), atol=1e-6)
