@@ -248,6 +248,10 @@ class Identification:
                                        f"{cap / (1 << 30):.1f} GiB of memory to load, far more than its "
                                        f"{_bytes_text(stored)} on disk take")
         error = _last_error(done.stderr)
+        custom = self.holds.get("custom objects")
+        if custom and isinstance(custom, list) and "custom_objects" not in error:
+            error = (f"{error} (the model needs its custom classes {', '.join(custom)}: import or "
+                     "register them before loading, or pass custom_objects=)")
         missing = re.search(r"No module named '([\w.]+)'", error)
         if missing:
             package = _PACKAGES.get(missing[1].split(".")[0], missing[1].split(".")[0])
@@ -824,9 +828,17 @@ def _custom_classes(config: Any) -> list[str]:
     found = []
     for item in _class_configs(config):
         registered, module = item.get("registered_name") or "", item.get("module") or ""
-        if ">" in registered or (module and not module.startswith("keras")):
+        if ">" in registered or (module and not _keras_module(module)):
             found.append(registered or item["class_name"])
     return sorted(set(found))
+
+
+_KERAS_PACKAGES = ("keras", "keras_hub", "keras_cv", "keras_nlp")
+
+
+def _keras_module(module: str) -> bool:
+    """Whether ``module`` is Keras' own (``keras``, ``keras.layers``; not ``keras_mark``)."""
+    return any(module == package or module.startswith(package + ".") for package in _KERAS_PACKAGES)
 
 
 def _has_lambda_code(config: Any) -> bool:

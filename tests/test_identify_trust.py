@@ -179,9 +179,10 @@ def test_load_refuses_modules_a_keras2_archive_names_without_trust(tmp_path, mon
     assert not marker.exists()
 
 
-def keras2_archive_naming(tmp_path: Path, marker: Path) -> Path:
-    """A Keras 2.15 ``.keras`` whose config names ``markermod``, a module that writes ``marker``."""
-    (tmp_path / "markermod.py").write_text(f"open({str(marker)!r}, 'w').write('ran')\nclass Dense: pass\n")
+def keras2_archive_naming(tmp_path: Path, marker: Path, module: str = "markermod", class_name: str = "") -> Path:
+    """A Keras 2.15 ``.keras`` whose config names ``module``, a module that writes ``marker``."""
+    (tmp_path / f"{module}.py").write_text(f"open({str(marker)!r}, 'w').write('ran')\nclass Dense: pass\n"
+                                           "Mark = 'not a class'\n")
     source = copy_real("tf215", "functional_bn_keras", tmp_path / "in")
     bad = tmp_path / "custom.keras"
     with zipfile.ZipFile(source) as old, zipfile.ZipFile(bad, "w") as new:
@@ -189,7 +190,9 @@ def keras2_archive_naming(tmp_path: Path, marker: Path) -> Path:
             data = old.read(item)
             if item.filename == "config.json":
                 config = json.loads(data)
-                config["config"]["layers"][1]["module"] = "markermod"  # tf-keras imports it by name
+                config["config"]["layers"][1]["module"] = module  # tf-keras imports it by name
+                if class_name:
+                    config["config"]["layers"][1]["class_name"] = class_name
                 data = json.dumps(config).encode()
             new.writestr(item, data)
     return bad
@@ -388,3 +391,28 @@ def test_a_renamed_keras3_h5_has_one_trap_and_loads(tmp_path):
     assert "Keras 2" not in str(info)
     assert info.verify().ok
     np.testing.assert_allclose(info.load()(np.ones((1, 3), np.float32)), model(np.ones((1, 3))), atol=1e-6)
+
+
+def test_a_module_named_like_keras_is_not_keras(tmp_path, monkeypatch):
+    inputs = keras.Input((3,))
+    keras.Model(inputs, keras.layers.Dense(2)(inputs)).save(tmp_path / "plain.keras")
+    path = tmp_path / "kerasmark.keras"
+    with zipfile.ZipFile(tmp_path / "plain.keras") as old, zipfile.ZipFile(path, "w") as new:
+        for item in old.infolist():
+            data = old.read(item)
+            if item.filename == "config.json":
+                config = json.loads(data)
+                for layer in config["config"]["layers"]:
+                    if layer["class_name"] == "Dense":
+                        layer["module"] = "keras_mark"  # not Keras' own package
+                data = json.dumps(config).encode()
+            new.writestr(item, data)
+    info = identify(path)
+    assert info.holds["custom objects"] == ["Dense"] and info.partial, info
+    assert info.verify().partial  # the weights, with the reason: not Keras' raw deserialization error
+    marker = tmp_path / "ran.txt"
+    monkeypatch.setenv("PYTHONPATH", f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
+    old_archive = identify(keras2_archive_naming(tmp_path, marker, "keras_mark", "Mark"))
+    assert old_archive.runs_code and old_archive.verify().untrusted and not marker.exists()
+    trusted = old_archive.verify(trust=True)  # tf-keras imports keras_mark: its code runs
+    assert not trusted.ok and "needs its custom classes Mark" in trusted.report
