@@ -534,8 +534,9 @@ def _checkpoint(prefix: str) -> Identification:
     elif any(e.startswith(("layer_with_weights-", "layer-")) or e == "keras_api" for e in edges):
         kind, route = "checkpoint-keras2", "helpers.keras2.restore_keras2_checkpoint(path, model)"
         traps.append(_K2_CHECKPOINT_TRAP if not holds["optimizer state"] else _K2_CHECKPOINT_TRAP.replace(
-            " and raises nothing", "; into a compiled model it overwrites some optimizer variables, then "
-            "raises a shape error (a partial restore)"))
+            " and raises nothing", "; when the checkpoint's optimizer is reached through what you restore "
+            "(a compiled Keras 2 model's tf.train.Checkpoint(model=...), or optimizer= passed too), it "
+            "overwrites some optimizer variables, then raises a shape error (a partial restore)"))
         if holds["optimizer state"]:
             traps.append(_K2_OPTIMIZER_TRAP)
     else:
