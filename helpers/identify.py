@@ -11,11 +11,13 @@ Keras 2, ``model.export``, hub format), a frozen GraphDef, a ``.tflite`` or an
 writes anywhere. The answer says what wrote the file, what it holds, the
 course's silent traps that apply, and the code that loads it on TF 2.21 /
 Keras 3.15; ``.verify()`` runs that code in a fresh Python and says what it
-loaded. Code a file carries (a Lambda's bytecode, a SavedModel's stored functions,
-modules tf-keras imports by name: ``helpers.trust``) is never run unless the user
-passes ``trust=True``; a ``.keras`` archive's declared sizes are checked before any
-member is read (``helpers.files.check_archive_sizes``). It reuses the chapters' recipes (``describe_checkpoint``,
-``describe_keras_file``, ``describe_saved_model``, ``describe_legacy_h5``,
+loaded. Code a file carries (a Lambda's bytecode, a SavedModel's stored functions, a
+``.meta`` graph's ops, a ``TFSMLayer``'s SavedModel, modules tf-keras imports by name:
+``helpers.trust``) is never run, by ``.verify()`` or ``.load()``, unless the user passes
+``trust=True``; the verifying process's memory is capped (a tiny file can declare a huge
+model); a ``.keras`` archive's declared sizes are checked before any member is read
+(``helpers.files.check_archive_sizes``). It reuses the chapters' recipes
+(``describe_checkpoint``, ``describe_keras_file``, ``describe_saved_model``, ``describe_legacy_h5``,
 ``read_object_graph``); they import TensorFlow only when a file needs them.
 
 Example:
