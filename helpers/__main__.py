@@ -11,9 +11,11 @@ Exit codes:
 * 1: not a model file (missing, unreadable, empty, truncated, another format);
 * 2: a model file the advised code could not load here (``--verify`` only),
   for example because a runtime such as onnxruntime is not installed, or code that
-  read only the weights of a whole model (it did not load the model);
+  read only the weights of a whole model (it did not load the model), or a file that
+  declares a model far larger than it stores (the loading process's memory is capped);
 * 3: not verified, nothing run: loading the file would run code it carries (a Lambda's
-  bytecode, a SavedModel's stored functions, modules tf-keras imports by name);
+  bytecode, a SavedModel's stored functions, a ``.meta`` graph's ops, modules tf-keras imports
+  by name);
   ``--trust`` runs it, only for a file you trust.
 
 TensorFlow's log lines and library warnings are kept out of the output.
@@ -44,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="run the loading code in a fresh Python and report what it loaded")
     parser.add_argument("--trust", action="store_true",
                         help="with --verify: also run code the file carries (a Lambda's bytecode, a "
-                             "SavedModel's functions); only for a file you trust")
+                             "SavedModel's functions, a graph's ops); only for a file you trust")
     parser.add_argument("--json", action="store_true", help="print JSON (stable keys) for scripts")
     arguments = parser.parse_args(argv)
 

@@ -274,7 +274,10 @@ def glob_safe_folder(path: str | os.PathLike) -> str:
 # --------------------------------------------------------------------------- zip archives (.keras)
 
 MAX_INFLATION = 200  # deflated JSON and HDF5 of real models shrink 2-50 times; a zip bomb ~1000
-MAX_SMALL_MEMBER = 64 << 20  # a .keras file's config.json or metadata.json is kilobytes, not this
+# A .keras file's config.json or metadata.json is kilobytes. Parsed, JSON of small objects costs
+# about 20 times its text in memory (8 MiB of "{}," -> ~180 MB; 60 MiB -> ~1.3 GB), so the cap
+# bounds what json.loads can cost, not only what reading costs.
+MAX_SMALL_MEMBER = 8 << 20
 _RATIO_FROM = 1 << 20  # members that inflate to less than this are never refused by their ratio
 
 
@@ -284,7 +287,8 @@ def check_archive_sizes(archive: zipfile.ZipFile, path: str | os.PathLike = "",
 
     Reads only the zip's central directory: each member's declared size and compressed size.
     A member that inflates more than ``MAX_INFLATION`` times (past 1 MiB), or a ``small``
-    member (read whole into memory) declared over ``MAX_SMALL_MEMBER`` bytes, raises
+    member (read whole into memory and parsed as JSON, about 20 times its size) declared over
+    ``MAX_SMALL_MEMBER`` (8 MiB) bytes, raises
     ``ArchiveTooLargeError`` naming it. ``zipfile`` never inflates a member past its declared
     size, so the check bounds what reading can cost.
 

@@ -11,11 +11,13 @@ Keras 2, ``model.export``, hub format), a frozen GraphDef, a ``.tflite`` or an
 writes anywhere. The answer says what wrote the file, what it holds, the
 course's silent traps that apply, and the code that loads it on TF 2.21 /
 Keras 3.15; ``.verify()`` runs that code in a fresh Python and says what it
-loaded. Code a file carries (a Lambda's bytecode, a SavedModel's stored functions,
-modules tf-keras imports by name: ``helpers.trust``) is never run unless the user
-passes ``trust=True``; a ``.keras`` archive's declared sizes are checked before any
-member is read (``helpers.files.check_archive_sizes``). It reuses the chapters' recipes (``describe_checkpoint``,
-``describe_keras_file``, ``describe_saved_model``, ``describe_legacy_h5``,
+loaded. Code a file carries (a Lambda's bytecode, a SavedModel's stored functions, a
+``.meta`` graph's ops, a ``TFSMLayer``'s SavedModel, modules tf-keras imports by name:
+``helpers.trust``) is never run, by ``.verify()`` or ``.load()``, unless the user passes
+``trust=True``; the verifying process's memory is capped (a tiny file can declare a huge
+model); a ``.keras`` archive's declared sizes are checked before any member is read
+(``helpers.files.check_archive_sizes``). It reuses the chapters' recipes
+(``describe_checkpoint``, ``describe_keras_file``, ``describe_saved_model``, ``describe_legacy_h5``,
 ``read_object_graph``); they import TensorFlow only when a file needs them.
 
 Example:
@@ -30,6 +32,7 @@ From a shell: ``python -m helpers PATH [--verify [--trust]] [--json]``.
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import os
@@ -44,7 +47,7 @@ from typing import Any
 
 from helpers.errors import ArchiveTooLargeError, NotAModelFileError, VerificationError, first_line
 from helpers.files import check_archive_sizes, path_text
-from helpers.trust import LAMBDA, MODULES, SAVEDMODEL, TRUST_HINT, refusal
+from helpers.trust import GRAPH, LAMBDA, MODULES, SAVEDMODEL, TFSM, TRUST_HINT, refusal
 
 __all__ = [
     "KINDS",
@@ -184,11 +187,17 @@ class Identification:
         With ``trust=True``, the code that also runs what the file carries (``runs_code``: a
         Lambda's bytecode with ``safe_mode=False``): only for a file you trust.
 
+        A file whose loading runs code it carries (``runs_code``: a SavedModel's functions,
+        a graph's ops, modules tf-keras imports) raises ``VerificationError`` without trust:
+        nothing is run.
+
         Example:
             >>> model = identify("tests/data/tf215/sequential.h5").load()   # doctest: +SKIP
         """
         if not self.is_model:
             raise NotAModelFileError(self.path, self.reason)
+        if self.runs_code and not trust and not self.trusted_code:
+            raise VerificationError(self.path, refusal(self.runs_code))
         namespace: dict[str, Any] = {"__name__": "__identify__"}
         code = (self.trusted_code or self.how_to_load) if trust else self.how_to_load
         exec(compile(code, f"<how to load {self.kind}>", "exec"), namespace)
@@ -215,6 +224,8 @@ class Identification:
             return Verification(False, refusal(self.runs_code), untrusted=True)
         code = (self.trusted_code or self.how_to_load) if trust else self.how_to_load
         script = code + f"\nprint({_MARK!r} + str(report))\n"
+        stored = _stored_bytes(self.path)
+        cap = min(MAX_VERIFY_MEMORY, VERIFY_MEMORY_BASE + 4 * stored)
         root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3",
                "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
@@ -224,7 +235,9 @@ class Identification:
                 file.write(script)
             try:
                 done = subprocess.run([sys.executable, source], capture_output=True, text=True,
-                                      timeout=timeout, env=env, cwd=os.getcwd())
+                                      timeout=timeout, env=env, cwd=os.getcwd(),
+                                      preexec_fn=functools.partial(_cap_memory, cap)
+                                      if os.name == "posix" else None)
             except subprocess.TimeoutExpired:
                 return Verification(False, f"the loading code ran longer than {timeout:g} s")
         for line in done.stdout.splitlines():
@@ -232,12 +245,63 @@ class Identification:
                 if self.partial:
                     return Verification(False, f"{line[len(_MARK):]}; {self.partial}", partial=True)
                 return Verification(True, line[len(_MARK):])
+        if _OUT_OF_MEMORY.search(done.stderr):
+            return Verification(False, f"the model this file declares needs more than "
+                                       f"{cap / (1 << 30):.1f} GiB of memory to load, far more than its "
+                                       f"{_bytes_text(stored)} on disk take")
         error = _last_error(done.stderr)
+        custom = self.holds.get("custom objects")
+        if custom and isinstance(custom, list) and "custom_objects" not in error:
+            error = (f"{error} (the model needs its custom classes {', '.join(custom)}: import or "
+                     "register them before loading, or pass custom_objects=)")
         missing = re.search(r"No module named '([\w.]+)'", error)
         if missing:
             package = _PACKAGES.get(missing[1].split(".")[0], missing[1].split(".")[0])
             return Verification(False, f"{error}: pip install {package}", missing=package)
         return Verification(False, error)
+
+
+# The loading process's data memory (RLIMIT_DATA): a 1.5 KB .keras can declare a Dense layer of
+# 100 million units, and Keras allocates it before any shape is compared (4.5 GB measured). Importing
+# TensorFlow and loading the course's files needs under 1 GiB (measured on TF 2.21), and loading
+# takes a few times what the file stores: the cap is VERIFY_MEMORY_BASE + 4 x the bytes on disk,
+# at most MAX_VERIFY_MEMORY.
+VERIFY_MEMORY_BASE = 2 << 30
+MAX_VERIFY_MEMORY = 64 << 30
+_OUT_OF_MEMORY = re.compile(r"\bMemoryError\b|OOM when allocating|std::bad_alloc|Unable to allocate|"
+                            r"failed to allocate|Cannot allocate memory")
+
+
+def _stored_bytes(path: str) -> int:
+    """Bytes ``path`` stores on disk (the cap on the loading process's memory grows with them).
+
+    ``path`` counts with the files beside it that share its stem (a checkpoint's ``.index`` and
+    ``.data`` files beside a ``.meta``), or every file under it for a folder.
+    """
+    stored = 0
+    if os.path.isdir(path):
+        for folder, _, names in os.walk(path):
+            stored += sum(os.path.getsize(os.path.join(folder, n)) for n in names
+                          if os.path.isfile(os.path.join(folder, n)))
+    else:
+        folder, stem = os.path.split(os.path.abspath(path))
+        stem = stem.split(".")[0]
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            names = []
+        stored = sum(os.path.getsize(os.path.join(folder, n)) for n in names
+                     if n.split(".")[0] == stem and os.path.isfile(os.path.join(folder, n)))
+    return stored
+
+
+def _cap_memory(cap: int) -> None:
+    """In the child before it runs: at most ``cap`` bytes of data memory (never raises a lower limit)."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
+    cap = cap if hard == resource.RLIM_INFINITY else min(cap, hard)
+    resource.setrlimit(resource.RLIMIT_DATA, (cap, hard))
 
 
 _PACKAGES = {"onnxruntime": "onnxruntime", "ai_edge_litert": "ai-edge-litert", "tf_keras": "tf-keras"}
@@ -472,8 +536,9 @@ def _checkpoint(prefix: str) -> Identification:
     elif any(e.startswith(("layer_with_weights-", "layer-")) or e == "keras_api" for e in edges):
         kind, route = "checkpoint-keras2", "helpers.keras2.restore_keras2_checkpoint(path, model)"
         traps.append(_K2_CHECKPOINT_TRAP if not holds["optimizer state"] else _K2_CHECKPOINT_TRAP.replace(
-            " and raises nothing", "; into a compiled model it overwrites some optimizer variables, then "
-            "raises a shape error (a partial restore)"))
+            " and raises nothing", "; when the checkpoint's optimizer is reached through what you restore "
+            "(a compiled Keras 2 model's tf.train.Checkpoint(model=...), or optimizer= passed too), it "
+            "overwrites some optimizer variables, then raises a shape error (a partial restore)"))
         if holds["optimizer state"]:
             traps.append(_K2_OPTIMIZER_TRAP)
     else:
@@ -542,7 +607,8 @@ def _meta_graph(path: str) -> Identification:
     prefix = path[: -len(".meta")]
     has_values = os.path.isfile(prefix + ".index") or os.path.isfile(prefix)
     info = Identification(path, "meta-graph", written_by={"TensorFlow": version} if version else {},
-                          holds={"variables in the graph": variables, "checkpoint beside it": has_values})
+                          holds={"variables in the graph": variables, "checkpoint beside it": has_values},
+                          runs_code=[GRAPH])
     if devices:
         info.traps.append(f"the graph pins ops to {', '.join(sorted(devices))}: import it with "
                           "clear_devices=True")
@@ -553,6 +619,8 @@ def _meta_graph(path: str) -> Identification:
     else:
         last = "    loaded.run(tf.compat.v1.global_variables_initializer())  # no saved values"
     info.how_to_load = _code(path, """
+        # Restoring or initializing runs ops stored in the graph: only for a file you trust.
+        VALUES
         import tensorflow as tf
         from helpers.files import glob_safe_prefix
         graph = tf.Graph()
@@ -563,6 +631,9 @@ def _meta_graph(path: str) -> Identification:
         report = (f"a Session over {len(graph.get_operations())} ops, "
                   f"{len(graph.get_collection('variables'))} variables")
         """)
+    values = ("# The values alone, without running the graph: helpers.inspection.read_checkpoint(prefix).\n"
+              if has_values else "")
+    info.how_to_load = info.how_to_load.replace("VALUES\n", values, 1)
     return info
 
 
@@ -601,9 +672,8 @@ def _zip(path: str) -> Identification:
                            f"{config.get('config', {}).get('name', '')!r}".strip(),
                   "optimizer state": optimizer,
                   "custom objects": _custom_classes(config)}
-    lam = _has_lambda_code(config)
-    if lam:
-        info.runs_code.append(LAMBDA)
+    lam, tfsm = _has_lambda_code(config), _has_tfsm_layer(config)
+    info.runs_code += [LAMBDA] * lam + [TFSM] * tfsm
     if info.kind == "keras3-archive":
         if info.holds["custom objects"]:
             info.traps.append("needs its custom classes: import or register them before loading "
@@ -617,11 +687,11 @@ def _zip(path: str) -> Identification:
                 'report = f"{len(loaded)} weight arrays (the model needs its custom classes)"')
             info.partial = "only the weights were read: the model needs its custom classes"
         else:
-            info.how_to_load = _code(path, _LAMBDA_NOTE * lam + textwrap.dedent("""
+            info.how_to_load = _code(path, _LAMBDA_NOTE * lam + _TFSM_NOTE * tfsm + textwrap.dedent("""
                 import keras
                 loaded = keras.models.load_model(path)
                 """)) + _MODEL_REPORT
-            if lam:
+            if lam or tfsm:
                 info.trusted_code = info.how_to_load.replace("load_model(path)",
                                                              "load_model(path, safe_mode=False)")
         return info
@@ -659,6 +729,15 @@ def _zip(path: str) -> Identification:
 
 _LAMBDA_NOTE = ("# A Lambda holds Python bytecode: safe_mode (the default) refuses it. safe_mode=False\n"
                 "# runs that code: only for a file you trust (python -m helpers FILE --verify --trust).")
+
+
+_TFSM_NOTE = ("\n# A TFSMLayer loads the SavedModel its config names, which runs that folder's functions:\n"
+              "# safe_mode (the default) refuses it; safe_mode=False only for a file you trust.")
+
+
+def _has_tfsm_layer(config: Any) -> bool:
+    """Whether a configuration holds a ``TFSMLayer`` (it loads a SavedModel: ``helpers.trust.TFSM``)."""
+    return any(item.get("class_name") == "TFSMLayer" for item in _class_configs(config))
 
 
 def _archive_weights_code(path: str, why: str, report: str) -> str:
@@ -752,9 +831,17 @@ def _custom_classes(config: Any) -> list[str]:
     found = []
     for item in _class_configs(config):
         registered, module = item.get("registered_name") or "", item.get("module") or ""
-        if ">" in registered or (module and not module.startswith("keras")):
+        if ">" in registered or (module and not _keras_module(module)):
             found.append(registered or item["class_name"])
     return sorted(set(found))
+
+
+_KERAS_PACKAGES = ("keras", "keras_hub", "keras_cv", "keras_nlp")
+
+
+def _keras_module(module: str) -> bool:
+    """Whether ``module`` is Keras' own (``keras``, ``keras.layers``; not ``keras_mark``)."""
+    return any(module == package or module.startswith(package + ".") for package in _KERAS_PACKAGES)
 
 
 def _has_lambda_code(config: Any) -> bool:
@@ -815,7 +902,7 @@ def _legacy_h5(path: str, file: Any, whole: bool) -> Identification:
     backend = _text(group.attrs.get("backend", file.attrs.get("backend", "?")))
     layers = [_text(n) for n in group.attrs["layer_names"]]
     count = sum(len(group[name].attrs.get("weight_names", [])) for name in layers)
-    named_keras = path.endswith(".keras")
+    named_keras = path.endswith(".keras") and not version.startswith("3")  # Keras 3's: _keras3_h5
     kind = "keras2-hdf5-named-keras" if named_keras else ("legacy-h5-model" if whole else "legacy-h5-weights")
     if version.startswith("1.") and backend == "?":
         backend = "backend not recorded"
@@ -924,20 +1011,33 @@ def _keras3_h5(info: Identification, config: dict) -> Identification:
     """A legacy ``.h5`` that Keras 3 wrote (``model.save("x.h5")``): Keras 3 reads it back itself."""
     info.written_by = {"Keras": info.written_by["Keras"].split(" (")[0]}
     info.holds["custom objects"] = _custom_classes(config)
-    info.traps.append("Keras 3 wrote this legacy .h5 (model.save('x.h5') logs that it is legacy): "
-                      "keras.models.load_model(path, compile=False) rebuilds the model; the file's "
-                      "optimizer state is not restored (a .keras file keeps it)")
-    lam = _has_lambda_code(config)
-    if lam:
-        info.runs_code.append(LAMBDA)
+    renamed = info.path.endswith(".keras")
+    if renamed:  # a Keras 3 model.save("x.h5"), renamed
+        info.traps.append("a legacy HDF5 model (Keras 3's model.save('x.h5')) under a .keras name: "
+                          "keras.models.load_model(path) says 'File not found' although the file is "
+                          "there; load a copy named .h5")
+    else:
+        info.traps.append("Keras 3 wrote this legacy .h5 (model.save('x.h5') logs that it is legacy): "
+                          "keras.models.load_model(path, compile=False) rebuilds the model"
+                          + ("; the file's optimizer state is not restored (a .keras file keeps it)"
+                             if info.holds["optimizer state"] else ""))
+    lam, tfsm = _has_lambda_code(config), _has_tfsm_layer(config)
+    info.runs_code += [LAMBDA] * lam + [TFSM] * tfsm
     if info.holds["custom objects"]:
         info.traps.append("needs its custom classes: import or register them before loading "
                           "(custom_objects=)")
-    info.how_to_load = _code(info.path, _LAMBDA_NOTE * lam + textwrap.dedent("""
+    info.how_to_load = _code(info.path, _LAMBDA_NOTE * lam + _TFSM_NOTE * tfsm + textwrap.dedent("""
         import keras
         loaded = keras.models.load_model(path, compile=False)  # compile=False: no loss is rebuilt
         """)) + _MODEL_REPORT
-    if lam:
+    if renamed:  # Keras reads HDF5 only under an .h5 name: a copy in a temporary folder
+        info.how_to_load = info.how_to_load.replace(
+            "import keras\n", "import os, shutil, tempfile, keras\n", 1).replace(
+            "loaded = keras.models.load_model(path, compile=False)  # compile=False: no loss is rebuilt\n",
+            "with tempfile.TemporaryDirectory() as folder:  # HDF5 loads only under an .h5 name\n"
+            "    copy = shutil.copyfile(path, os.path.join(folder, \"model.h5\"))\n"
+            "    loaded = keras.models.load_model(copy, compile=False)  # compile=False: no loss is rebuilt\n", 1)
+    if lam or tfsm:
         info.trusted_code = info.how_to_load.replace("compile=False)", "compile=False, safe_mode=False)", 1)
     return info
 
@@ -1001,15 +1101,22 @@ def _unknown(config: dict) -> set[str]:
 
 def _weights_h5(path: str, file: Any) -> Identification:
     counts = {"model": 0, "optimizer": 0}
+    unstored: list[str] = []
 
     def visit(name: str, item: Any) -> None:
         if hasattr(item, "shape"):
             counts["optimizer" if name.startswith("optimizer/") else "model"] += 1
+            if item.size and item.id.get_storage_size() == 0:  # declared, never written
+                unstored.append(f"{name} {tuple(item.shape)}")
 
     file.visititems(visit)
     info = Identification(path, "weights-h5", holds={"weights": counts["model"],
                                                      "optimizer state": "optimizer" in file and
                                                      len(file["optimizer"]) > 0})
+    if unstored:
+        info.blocked = (f"values not stored: {len(unstored)} dataset(s) declare a shape but hold no "
+                        f"data ({', '.join(unstored[:2])}): not weights Keras saved")
+        info.traps.append(info.blocked)
     if counts["optimizer"]:
         info.holds["optimizer values"] = counts["optimizer"]
     info.traps.append("weights only: the architecture is not in the file; load_weights into a model "

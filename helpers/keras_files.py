@@ -310,6 +310,11 @@ def _describe_h5(source: str | io.BytesIO, text: str, shard: str = "", groups: s
                 )
             if groups is not None and "/" + group not in groups:
                 continue  # a group listed under another shard
+            if item.size and item.id.get_storage_size() == 0:  # declared, never written: no values
+                raise NotAKerasFileError(
+                    text, f"its dataset {name!r} declares shape {tuple(item.shape)} but stores no values "
+                          "(nothing was written to it): not weights Keras saved"
+                )
             dtype = str(item.attrs.get("dtype", item.dtype))
             size = None if item.dtype.kind in "OSU" else math.prod(item.shape) * item.dtype.itemsize
             layer = h5[group].attrs.get("name", "")

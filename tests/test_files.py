@@ -323,3 +323,13 @@ def test_archive_sizes_are_checked_before_reading(tmp_path):
         archive.infolist()[0].file_size = MAX_SMALL_MEMBER + 1  # as a forged central directory declares
         with pytest.raises(ArchiveTooLargeError, match="config.json declares"):
             check_archive_sizes(archive, big)
+    assert MAX_SMALL_MEMBER <= 8 << 20  # parsed JSON costs ~20x its text: 64 MiB of config cost 1.3 GB
+    padded = tmp_path / "padded.keras"  # low ratio (random spaces), ~10 MiB of JSON: refused unread
+    import random
+    spaces = random.Random(0)
+    with zipfile.ZipFile(padded, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("config.json", "[" + ",".join("{}" + " " * spaces.randint(0, 3)
+                                                       for _ in range(9 << 18)) + "]")
+    with zipfile.ZipFile(padded) as archive, pytest.raises(ArchiveTooLargeError,
+                                                           match="config.json declares"):
+        check_archive_sizes(archive, padded)

@@ -158,7 +158,7 @@ def test_a_symlink_loop_says_so(tmp_path):
 
 def test_a_savedmodel_under_a_bracket_path_loads_with_the_advice(tmp_path):
     info = identify(copy_real("tf215", "tf_module", tmp_path / "run[1]"))
-    assert info.load().signatures
+    assert info.load(trust=True).signatures
 
 
 def test_a_savedmodel_without_its_variables_has_a_trap(tmp_path):
@@ -228,3 +228,36 @@ def test_the_command_exit_codes_and_json(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "could not verify:" in out and "variables" in out
     assert folder_snapshot(tmp_path) == before
+
+
+@pytest.mark.parametrize(("name", "optimizer_too", "partial"), [
+    ("tfckpt_noopt", False, True),  # Checkpoint(model=compiled Keras 2 model): model/optimizer inside
+    ("ckpt_keras2_opt", False, False),  # save_weights: the optimizer is beside the model, not under it
+    ("ckpt_keras2_opt", True, True),
+    ("ckpt_keras2_noopt", False, False),
+])
+def test_chapter15s_checkpoint_claim(name, optimizer_too, partial):
+    """Chapter 15, cell 19: tf.train.Checkpoint(model=...) of a Keras 2 checkpoint into a compiled
+    Keras 3 model restores nothing silently, unless the checkpoint's optimizer is reached through
+    what is restored: then some optimizer variables are overwritten before a shape error."""
+    import keras
+    import tensorflow as tf
+
+    inputs = keras.Input((5,))
+    hidden = keras.layers.BatchNormalization(name="bn")(keras.layers.Dense(6, name="dense")(inputs))
+    model = keras.Model(inputs, keras.layers.Dense(2, name="logits")(hidden))
+    model.compile("adam", "mse")
+    model.fit(np.ones((4, 5)), np.ones((4, 2)), verbose=0)
+    before = [v.numpy().copy() for v in model.optimizer.variables]
+    weights = [w.numpy().copy() for w in model.weights]
+    parts = {"model": model, **({"optimizer": model.optimizer} if optimizer_too else {})}
+    if partial:
+        with pytest.raises(ValueError, match="incompatible tensor"):
+            tf.train.Checkpoint(**parts).restore(str(real_file("tf215", name)))
+    else:
+        tf.train.Checkpoint(**parts).restore(str(real_file("tf215", name))).expect_partial()
+    changed = sum(not np.array_equal(a, v.numpy()) for a, v in zip(before, model.optimizer.variables))
+    assert (changed > 0) == partial, changed
+    assert all(np.array_equal(a, w.numpy()) for a, w in zip(weights, model.weights))  # no weight paired
+    if name == "ckpt_keras2_opt":
+        assert any("reached through what you restore" in trap for trap in identify(real_file("tf215", name)).traps)

@@ -7,6 +7,7 @@ never appears, and the command says it did not verify (exit code 3).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -21,7 +22,7 @@ import pytest
 import tensorflow as tf
 
 from helpers.__main__ import NOT_TRUSTED, NOT_VERIFIED, main
-from helpers.errors import ArchiveTooLargeError
+from helpers.errors import ArchiveTooLargeError, NotAKerasFileError, VerificationError
 from helpers.identify import _last_error, identify
 from helpers.keras_files import describe_keras_file
 from helpers.saved_models import describe_saved_model
@@ -115,10 +116,73 @@ def test_a_savedmodels_stored_functions_are_not_run_without_trust(tmp_path, expo
     assert info.verify(trust=True).ok and marker.exists()  # loading did run the folder's function
 
 
-def test_modules_named_by_a_keras2_archive_are_not_imported_without_trust(tmp_path, monkeypatch):
+@pytest.mark.parametrize("export_like", [False, True], ids=["tf.saved_model.load", "TFSMLayer"])
+def test_load_refuses_a_savedmodel_without_trust(tmp_path, export_like):
     marker = tmp_path / "ran.txt"
-    (tmp_path / "markermod.py").write_text(f"open({str(marker)!r}, 'w').write('ran')\nclass Dense: pass\n")
+    marker_saved_model(tmp_path / "sm", marker, export_like)
+    info = identify(tmp_path / "sm")
+    with pytest.raises(VerificationError, match="nothing was run.*SavedModel"):
+        info.load()
+    assert not marker.exists()
+    info.load(trust=True)
+    assert marker.exists()
+
+
+def marker_meta_graphs(folder: Path, marker: Path) -> tuple[Path, Path]:
+    """Two ``.meta`` graphs whose ops write ``marker``: in a variable's initializer (no checkpoint
+    beside it), and in the group a Saver's ``restore_op_name`` names (a checkpoint beside it)."""
+    v1 = tf.compat.v1
+    (folder / "noval").mkdir(parents=True)
+    (folder / "val").mkdir()
+    with tf.Graph().as_default() as graph:
+        with tf.control_dependencies([tf.io.write_file(str(marker), "ran")]):
+            v1.Variable(tf.constant(1.0), name="v")
+        v1.train.export_meta_graph(str(folder / "noval" / "model.meta"), graph=graph)
+    with tf.Graph().as_default() as graph:
+        variable = v1.Variable(1.0, name="v")
+        saver = v1.train.Saver()
+        with v1.Session() as session:
+            session.run(variable.initializer)
+            saver.save(session, str(folder / "val" / "model"), write_meta_graph=False)
+        restore = graph.get_operation_by_name(saver.saver_def.restore_op_name)
+        hijacked = tf.group(restore, tf.io.write_file(str(marker), "ran"), name="hijacked_restore")
+        meta = v1.train.export_meta_graph(graph=graph, saver_def=saver.saver_def)
+        meta.saver_def.restore_op_name = hijacked.name
+        (folder / "val" / "model.meta").write_bytes(meta.SerializeToString())
+    assert not marker.exists()
+    return folder / "noval" / "model.meta", folder / "val" / "model.meta"
+
+
+def test_a_meta_graphs_ops_are_not_run_without_trust(tmp_path, capsys):
+    marker = tmp_path / "ran.txt"
+    for meta in marker_meta_graphs(tmp_path, marker):
+        info = identify(meta)
+        assert info.kind == "meta-graph" and info.runs_code, info
+        verification = info.verify()
+        assert verification.untrusted and not verification.ok and "graph's ops" in verification.report
+        assert main([str(meta), "--verify"]) == NOT_TRUSTED
+        assert "nothing was run" in capsys.readouterr().out
+        with pytest.raises(VerificationError, match="nothing was run"):
+            info.load()
+        assert not marker.exists()
+        info.load(trust=True)  # trusted: initializing or restoring runs the graph's ops
+        assert marker.exists()
+        marker.unlink()
+
+
+def test_load_refuses_modules_a_keras2_archive_names_without_trust(tmp_path, monkeypatch):
+    marker = tmp_path / "ran.txt"
     monkeypatch.setenv("PYTHONPATH", f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
+    bad = keras2_archive_naming(tmp_path, marker)
+    with pytest.raises(VerificationError, match="imports the modules"):
+        identify(bad).load()
+    assert not marker.exists()
+
+
+def keras2_archive_naming(tmp_path: Path, marker: Path, module: str = "markermod", class_name: str = "") -> Path:
+    """A Keras 2.15 ``.keras`` whose config names ``module``, a module that writes ``marker``."""
+    (tmp_path / f"{module}.py").write_text(f"open({str(marker)!r}, 'w').write('ran')\nclass Dense: pass\n"
+                                           "Mark = 'not a class'\n")
     source = copy_real("tf215", "functional_bn_keras", tmp_path / "in")
     bad = tmp_path / "custom.keras"
     with zipfile.ZipFile(source) as old, zipfile.ZipFile(bad, "w") as new:
@@ -126,9 +190,18 @@ def test_modules_named_by_a_keras2_archive_are_not_imported_without_trust(tmp_pa
             data = old.read(item)
             if item.filename == "config.json":
                 config = json.loads(data)
-                config["config"]["layers"][1]["module"] = "markermod"  # tf-keras imports it by name
+                config["config"]["layers"][1]["module"] = module  # tf-keras imports it by name
+                if class_name:
+                    config["config"]["layers"][1]["class_name"] = class_name
                 data = json.dumps(config).encode()
             new.writestr(item, data)
+    return bad
+
+
+def test_modules_named_by_a_keras2_archive_are_not_imported_without_trust(tmp_path, monkeypatch):
+    marker = tmp_path / "ran.txt"
+    monkeypatch.setenv("PYTHONPATH", f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
+    bad = keras2_archive_naming(tmp_path, marker)
     info = identify(bad)
     assert info.kind == "keras2-archive" and info.runs_code, info
     assert info.verify().untrusted and not marker.exists()
@@ -138,9 +211,9 @@ def test_a_zip_bomb_is_refused_before_anything_is_inflated(tmp_path, monkeypatch
     bomb = tmp_path / "bomb.keras"
     with zipfile.ZipFile(bomb, "w", zipfile.ZIP_DEFLATED) as archive:
         archive.writestr("metadata.json", json.dumps({"keras_version": "3.15.1"}))
-        archive.writestr("config.json", '{"class_name": "Functional"' + " " * (16 << 20) + "}")
+        archive.writestr("config.json", '{"class_name": "Functional"' + " " * (6 << 20) + "}")
         archive.writestr("model.weights.h5", b"\0" * 64)
-    assert bomb.stat().st_size < 100_000  # 16 MiB declared, a few KiB on disk
+    assert bomb.stat().st_size < 100_000  # 6 MiB declared (under the 8 MiB cap), a few KiB on disk
 
     def no_reading(*args, **kwargs):
         raise AssertionError("a member was read")
@@ -179,7 +252,7 @@ def test_a_tf1_savedmodel_with_two_metagraphs_loads_with_its_tags():
     assert info.kind == "savedmodel-tf1" and "tags=['serve']" in info.how_to_load
     assert info.holds["tag-sets"] == ["serve", "train"]
     x = tf.constant(np.asarray(model_input("tf215-more", "tf1_two_metagraphs")["x"], np.float32))
-    out = info.load().signatures["serving_default"](x=x)["y"]
+    out = info.load(trust=True).signatures["serving_default"](x=x)["y"]
     np.testing.assert_allclose(out, expected_output("tf215-more", "tf1_two_metagraphs"), atol=1e-6)
     assert info.verify(trust=True).ok
 
@@ -234,3 +307,112 @@ def test_the_command_prints_no_tensorflow_log_lines(source, name):
     assert done.stderr == ""
     for marker in ("I0000", "W0000", "E0000", "WARNING:", "oneDNN", "cuda"):
         assert marker not in done.stdout, done.stdout
+
+
+def test_verify_caps_the_memory_a_tiny_file_can_declare(tmp_path):
+    inputs = keras.Input((3,))
+    keras.Model(inputs, keras.layers.Dense(2)(inputs)).save(tmp_path / "plain.keras")
+    huge = tmp_path / "huge.keras"  # ~1.5 KB declaring a 3 x 1e9 kernel (12 GB): Keras builds it first
+    with zipfile.ZipFile(tmp_path / "plain.keras") as old, zipfile.ZipFile(huge, "w") as new:
+        for item in old.infolist():
+            data = old.read(item)
+            if item.filename == "config.json":
+                config = json.loads(data)
+                for layer in config["config"]["layers"]:
+                    if layer["class_name"] == "Dense":
+                        layer["config"]["units"] = 1_000_000_000
+                data = json.dumps(config).encode()
+            new.writestr(item, data)
+    verification = identify(huge).verify()
+    assert not verification.ok and not verification.untrusted
+    assert verification.report.startswith("the model this file declares needs more than 2.0 GiB"), \
+        verification.report
+    assert main([str(huge), "--verify"]) == NOT_VERIFIED
+    assert identify(tmp_path / "plain.keras").verify().ok  # a real file loads under the cap
+
+
+def test_weights_declared_but_not_stored_are_not_verified(tmp_path):
+    import h5py
+
+    path = tmp_path / "giant.weights.h5"
+    with h5py.File(path, "w") as h5:  # 80 GB declared, a few KB on disk: nothing written
+        h5.create_group("vars")
+        kernel = h5.create_group("layers/dense/vars")
+        kernel.create_dataset("0", shape=(200_000, 100_000), dtype="f4", chunks=(1000, 1000))
+        kernel.create_dataset("1", data=np.zeros(2, np.float32))
+    info = identify(path)
+    assert info.kind == "weights-h5" and "values not stored" in info.blocked, info
+    verification = info.verify()
+    assert not verification.ok and "layers/dense/vars/0 (200000, 100000)" in verification.report
+    assert main([str(path), "--verify"]) == NOT_VERIFIED
+    with pytest.raises(NotAKerasFileError, match="stores no values"):
+        describe_keras_file(path)
+
+
+def test_a_tfsmlayer_inside_a_keras_file_is_not_run_without_trust(tmp_path):
+    marker = tmp_path / "ran.txt"
+    marker_saved_model(tmp_path / "sm", marker)
+    inputs = keras.Input((3,))
+    keras.Model(inputs, keras.layers.Dense(2)(inputs)).save(tmp_path / "plain.keras")
+    config = {"module": "keras", "class_name": "Sequential", "registered_name": None, "config": {
+        "name": "s", "layers": [
+            {"module": "keras.layers", "class_name": "InputLayer", "registered_name": None,
+             "config": {"batch_shape": [None], "dtype": "float32", "name": "in"}},
+            {"module": "keras.layers", "class_name": "TFSMLayer", "registered_name": None,
+             "config": {"name": "t", "filepath": str(tmp_path / "sm"), "call_endpoint": "serving_default",
+                        "trainable": False, "dtype": "float32"}}]}}
+    path = tmp_path / "tfsm.keras"
+    with zipfile.ZipFile(tmp_path / "plain.keras") as old, zipfile.ZipFile(path, "w") as new:
+        for item in old.infolist():
+            new.writestr(item, json.dumps(config) if item.filename == "config.json" else old.read(item))
+    info = identify(path)
+    assert info.runs_code and "TFSMLayer" in info.runs_code[0] and "SavedModel" in info.runs_code[0]
+    assert "safe_mode=False)" not in info.how_to_load and "safe_mode=False)" in info.trusted_code
+    assert info.verify().untrusted and main([str(path), "--verify"]) == NOT_TRUSTED
+    with pytest.raises(ValueError, match="safe_mode"):  # the printed code is safe by default
+        info.load()
+    assert not marker.exists()
+    with contextlib.suppress(ValueError):  # the layer's SavedModel holds other weights than the file
+        info.load(trust=True)
+    assert marker.exists()  # trusted: the SavedModel's initializer ran
+
+
+def test_a_renamed_keras3_h5_has_one_trap_and_loads(tmp_path):
+    inputs = keras.Input((3,))
+    model = keras.Model(inputs, keras.layers.Dense(2)(inputs))
+    model.save(tmp_path / "plain.h5")  # not compiled: no optimizer state
+    plain = identify(tmp_path / "plain.h5")
+    assert plain.holds["optimizer state"] is False
+    assert not any("optimizer state is not restored" in trap for trap in plain.traps), plain.traps
+    shutil.copyfile(tmp_path / "plain.h5", tmp_path / "renamed.keras")
+    info = identify(tmp_path / "renamed.keras")
+    assert info.kind == "legacy-h5-model" and info.written_by == {"Keras": keras.__version__}
+    assert len(info.traps) == 1 and "under a .keras name" in info.traps[0], info.traps
+    assert "Keras 2" not in str(info)
+    assert info.verify().ok
+    np.testing.assert_allclose(info.load()(np.ones((1, 3), np.float32)), model(np.ones((1, 3))), atol=1e-6)
+
+
+def test_a_module_named_like_keras_is_not_keras(tmp_path, monkeypatch):
+    inputs = keras.Input((3,))
+    keras.Model(inputs, keras.layers.Dense(2)(inputs)).save(tmp_path / "plain.keras")
+    path = tmp_path / "kerasmark.keras"
+    with zipfile.ZipFile(tmp_path / "plain.keras") as old, zipfile.ZipFile(path, "w") as new:
+        for item in old.infolist():
+            data = old.read(item)
+            if item.filename == "config.json":
+                config = json.loads(data)
+                for layer in config["config"]["layers"]:
+                    if layer["class_name"] == "Dense":
+                        layer["module"] = "keras_mark"  # not Keras' own package
+                data = json.dumps(config).encode()
+            new.writestr(item, data)
+    info = identify(path)
+    assert info.holds["custom objects"] == ["Dense"] and info.partial, info
+    assert info.verify().partial  # the weights, with the reason: not Keras' raw deserialization error
+    marker = tmp_path / "ran.txt"
+    monkeypatch.setenv("PYTHONPATH", f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
+    old_archive = identify(keras2_archive_naming(tmp_path, marker, "keras_mark", "Mark"))
+    assert old_archive.runs_code and old_archive.verify().untrusted and not marker.exists()
+    trusted = old_archive.verify(trust=True)  # tf-keras imports keras_mark: its code runs
+    assert not trusted.ok and "needs its custom classes Mark" in trusted.report
