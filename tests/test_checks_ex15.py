@@ -407,7 +407,7 @@ def test_15_2_stub_is_not_done():
 
 def predict_reference(path, x):
     from helpers.identify import identify
-    loaded = identify(path).load()
+    loaded = identify(path).load(trust=True)  # the check's files are the course's own
     if isinstance(loaded, keras.layers.Layer):
         return np.asarray(loaded(x.astype("float32"), training=False))
     signature = loaded.signatures["serving_default"]
