@@ -96,6 +96,44 @@ def test_a_keras3_h5_lambda_is_not_run_without_trust(tmp_path):
     assert marker.exists()
 
 
+def hostile_keras2_h5(tmp_path: Path, marker: Path) -> Path:
+    """TF 2.15's real lambda.h5 with its Lambda's bytecode swapped for code that writes ``marker``.
+
+    Keras 2 stores a lambda as base64 of its marshalled code object: the edit is what a stranger's
+    file can carry. The test calls the swapped function itself to prove the file is live.
+    """
+    import base64
+    import h5py
+    import marshal
+    import types
+
+    code = compile(f"lambda t: (open({str(marker)!r}, 'w').close(), t)[1]", "<file>", "eval").co_consts[0]
+    path = copy_real("tf215", "lambda", tmp_path)
+    with h5py.File(path, "r+") as file:
+        config = json.loads(file.attrs["model_config"])
+        (layer,) = [layer for layer in config["config"]["layers"] if layer["class_name"] == "Lambda"]
+        layer["config"]["function"][0] = base64.encodebytes(marshal.dumps(code)).decode("ascii")
+        file.attrs["model_config"] = json.dumps(config)
+    stored = marshal.loads(base64.decodebytes(layer["config"]["function"][0].encode("ascii")))
+    function = types.FunctionType(stored, {"__builtins__": __builtins__})
+    assert function(1) == 1 and marker.exists(), "the swapped bytecode writes the marker when run"
+    marker.unlink()
+    return Path(path)
+
+
+def test_a_keras2_h5_lambda_is_not_run_without_trust(tmp_path, capsys):
+    marker = tmp_path / "ran.txt"
+    path = hostile_keras2_h5(tmp_path, marker)
+    info = identify(path)
+    assert info.runs_code and "safe_mode=False)" not in info.how_to_load
+    assert info.verify().untrusted
+    assert main([str(path), "--verify"]) == NOT_TRUSTED
+    assert "nothing was run" in capsys.readouterr().out
+    with pytest.raises(Exception):  # the printed, safe code refuses the bytecode
+        info.load()
+    assert not marker.exists()
+
+
 def test_a_keras2_h5_lambda_is_flagged_and_its_printed_code_is_safe():
     info = identify(real_file("tf215", "lambda"))
     assert info.runs_code and "safe_mode=False)" not in info.how_to_load
