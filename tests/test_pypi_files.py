@@ -73,11 +73,7 @@ def base_kind(kind: str) -> str:
 
 XFAIL_IDENTIFY: dict[tuple[str, str], str] = {}
 XFAIL_VERIFY: dict[tuple[str, str], str] = {}
-XFAIL_RECIPE: dict[tuple[str, str], str] = {
-    ("pypi-invisible-watermark", "rivagan_encoder"):
-        "compare_runtimes feeds an ONNX file's first input only: a two-input .onnx ends in "
-        "onnxruntime's raw error, where a SavedModel or .tflite gets StructureMismatchError",
-}
+XFAIL_RECIPE: dict[tuple[str, str], str] = {}  # the two-input .onnx now gets StructureMismatchError
 GRAPH_CONFIG_AS_PB = ("identify and load_frozen_graph take a protobuf that is no GraphDef (a MediaPipe "
                       "graph config named .pb) for a frozen graph (issue 33: non-GraphDef .pb)")
 
