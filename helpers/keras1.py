@@ -47,16 +47,23 @@ def keras1_hard_sigmoid(x: Any) -> Any:
 
 
 
-def _all_layer_configs(config: Any):
-    """Every ``{"class_name", "config"}`` dict inside a Keras 1/2 configuration (nested models, wrappers)."""
+def layer_configs(config: Any):
+    """Every ``{"class_name", "config"}`` dict inside a Keras 1/2/3 configuration (nested models, wrappers).
+
+    Example:
+        >>> inner = {"class_name": "GRU", "config": {"units": 4}}
+        >>> wrapper = {"class_name": "Bidirectional", "config": {"layer": inner}}
+        >>> [layer["class_name"] for layer in layer_configs({"layers": [wrapper]})]
+        ['Bidirectional', 'GRU']
+    """
     if isinstance(config, dict):
         if "class_name" in config and isinstance(config.get("config"), dict):
             yield config
         for value in config.values():
-            yield from _all_layer_configs(value)
+            yield from layer_configs(value)
     elif isinstance(config, list):
         for value in config:
-            yield from _all_layer_configs(value)
+            yield from layer_configs(value)
 
 
 def keras3_hard_sigmoid_problems(config: Any, model: Any) -> list[str]:
@@ -74,7 +81,7 @@ def keras3_hard_sigmoid_problems(config: Any, model: Any) -> list[str]:
         "layer 'd': the file's activation is Keras 1/2's hard_sigmoid"
     """
     wanted: dict[str, set[str]] = {}
-    for layer in _all_layer_configs(config):
+    for layer in layer_configs(config):
         settings = layer["config"]
         for argument in ("activation", "recurrent_activation", "inner_activation"):
             if settings.get(argument) == "hard_sigmoid" and settings.get("name"):

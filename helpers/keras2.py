@@ -57,7 +57,7 @@ from helpers.errors import (
     first_line,
 )
 from helpers.files import checkpoint_files_at, path_text, refuse_existing, refuse_unwritable
-from helpers.keras1 import keras1_hard_sigmoid, keras3_hard_sigmoid_problems
+from helpers.keras1 import keras1_hard_sigmoid, keras3_hard_sigmoid_problems, layer_configs
 from helpers.migration import RestoreReport, restore_name_based
 from helpers.notebook import wrap_output
 from helpers.object_graph import NameBasedCheckpointError, ObjectGraph, checkpoint_paths, read_object_graph
@@ -919,7 +919,7 @@ _WRAPPERS = ("Bidirectional", "TimeDistributed", "RNN")
 
 def _drop_keras2_arguments(settings: dict) -> None:
     """Drop, in place, the Keras 2 arguments of every layer configuration among ``settings``' values."""
-    for inner in _layer_configs(list(settings.values())):
+    for inner in layer_configs(list(settings.values())):
         class_name, config = inner["class_name"], inner["config"]
         for argument, neutral in _KERAS2_ONLY.get(class_name, {}).items():
             if argument in config:
@@ -1028,22 +1028,10 @@ def legacy_custom_objects() -> dict[str, type]:
             "hard_sigmoid": keras1_hard_sigmoid}
 
 
-def _layer_configs(config: Any):
-    """Every ``{"class_name", "config"}`` dict inside a Keras configuration (nested models, wrappers)."""
-    if isinstance(config, dict):
-        if "class_name" in config and isinstance(config.get("config"), dict):
-            yield config
-        for value in config.values():
-            yield from _layer_configs(value)
-    elif isinstance(config, list):
-        for value in config:
-            yield from _layer_configs(value)
-
-
 def _rebuild_problems(config: dict) -> list[str]:
     """What in a Keras 2 configuration no patch can carry over, one line per layer."""
     problems = []
-    for layer in _layer_configs(config):
+    for layer in layer_configs(config):
         name, settings = layer["class_name"], layer["config"]
         if name in _CUDNN:
             problems.append(
@@ -1058,7 +1046,7 @@ def _rebuild_problems(config: dict) -> list[str]:
 
 def _model_layers(config: Any):
     """The layer configurations listed by every model inside a Keras configuration (nested ones too)."""
-    for item in _layer_configs(config):
+    for item in layer_configs(config):
         layers = item["config"].get("layers")
         if isinstance(layers, list):
             yield from (layer for layer in layers if isinstance(layer, dict) and "class_name" in layer)
@@ -1082,7 +1070,7 @@ def _renumber_nested_nodes(config: Any) -> None:
     functional model, but not where another layer's inputs name it, nor for
     a nested ``Sequential``; this fixes those references in place.
     """
-    for item in list(_layer_configs(config)):
+    for item in list(layer_configs(config)):
         layers = item["config"].get("layers")
         if not isinstance(layers, list) or item["class_name"] == "Sequential":
             continue
@@ -1120,7 +1108,7 @@ def _keyword_tensors_to_calls(config: Any) -> None:
         return {"class_name": "__keras_tensor__",
                 "config": {"shape": [], "dtype": "float32", "keras_history": list(reference[:3])}}
 
-    for item in list(_layer_configs(config)):
+    for item in list(layer_configs(config)):
         for layer in item["config"].get("layers", []) if isinstance(item["config"].get("layers"), list) else []:
             nodes = layer.get("inbound_nodes", []) if isinstance(layer, dict) else []
             for index, node in enumerate(nodes):
@@ -1662,7 +1650,7 @@ def _keras2_rejects(config: dict) -> list[str]:
 
     problems = []
     listed = {id(layer) for layer in _model_layers(config)}  # layers, not their initializers
-    for layer in _layer_configs(config["config"].get("layers", [])):
+    for layer in layer_configs(config["config"].get("layers", [])):
         if layer["class_name"] in _NESTED_MODELS:
             continue
         name = layer["config"].get("name", "?")
