@@ -30,6 +30,14 @@ ROOT = Path(__file__).resolve().parent.parent
 BASE_PYTHON = getattr(sys, "_base_executable", sys.executable)
 
 
+@pytest.fixture(autouse=True)
+def _make_as_a_user_runs_it(monkeypatch):
+    """`make test` runs these tests inside make: the make they start must not inherit its level
+    and flags, or it prints "make[1]: Entering directory" lines a user never sees."""
+    for name in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS", "MAKEOVERRIDES"):
+        monkeypatch.delenv(name, raising=False)
+
+
 def _make_n(*args: str) -> str:
     """What make would run (dry run), with .venv taken as set up."""
     done = subprocess.run(["make", "-n", "-o", ".venv/.installed", *args], cwd=ROOT,

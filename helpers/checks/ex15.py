@@ -198,8 +198,10 @@ class _Classifier(keras.Model):
     """A subclassed Keras 3 model: no '_functional' or '_operations' in its keys."""
 
     def __init__(self):
-        super().__init__()
-        self.scale_layer = _Scale()  # a name with 'layer' in it: no Keras 2 sign
+        # Named: Keras 3.15 leaves a name scope open after calling a layer whose generated name
+        # starts with '__' (a class named '_Scale'), and every later model's paths nest under it.
+        super().__init__(name="classifier")
+        self.scale_layer = _Scale(name="scale")  # a name with 'layer' in it: no Keras 2 sign
         self.head = keras.layers.Dense(2)
 
     def call(self, x):
