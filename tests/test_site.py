@@ -14,6 +14,7 @@ import os
 import shutil
 import sys
 import threading
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -174,6 +175,10 @@ def test_every_page_loads_with_its_plots_and_no_browser_errors(site, server, bro
     screenshots = os.environ.get("COURSE_SCREENSHOTS")
     for name in _page_names(site):
         browser.get(server + name)
+        # get() can return before a long page (stored plots) has finished loading on a busy machine.
+        waited = time.monotonic()
+        while browser.execute_script("return document.readyState") != "complete" and time.monotonic() - waited < 60:
+            time.sleep(0.1)
         assert browser.execute_script("return document.readyState") == "complete", name
         assert browser.title.strip(), f"{name} has no title"
         images = browser.execute_script(
