@@ -268,7 +268,7 @@ def sync_trainable_only(src_scope, dst_scope):
     return tf.group(*[dst[name].assign(src[name]) for name in src])
 
 
-def sync_by_position(src_scope, dst_scope):
+def sync_by_position_same_shape(src_scope, dst_scope):
     pairs = zip(V1.global_variables(src_scope + "/"), V1.global_variables(dst_scope + "/"))
     return tf.group(*[d.assign(s) for s, d in pairs])
 
@@ -295,7 +295,7 @@ def sync_notebook_names(src_scope, dst_scope):
 
 @pytest.mark.parametrize("answer, hint", [
     (sync_trainable_only, "stats/moving_mean was not copied"),
-    (sync_by_position, "pair the variables by their name relative to the scope"),
+    (sync_by_position_same_shape, "pair the variables by their name relative to the scope"),
     (sync_no_slash, "pair the variables by their name relative to the scope"),
     (sync_backwards, "the source actor_target/ changed"),
     (sync_list_of_ops, "return ONE op"),
@@ -700,7 +700,7 @@ def sync_initializer_inputs(src_scope, dst_scope):
     return tf.group(*[dst[name].assign(src[name].initializer.inputs[1]) for name in src])
 
 
-def sync_by_position(src_scope, dst_scope):
+def sync_by_position_same_shape(src_scope, dst_scope):
     pairs = zip(V1.global_variables(src_scope + "/"), V1.global_variables(dst_scope + "/"))
     return tf.group(*[d.assign(s) for s, d in pairs if d.shape == s.shape])
 
@@ -710,7 +710,7 @@ def sync_by_last_name(src_scope, dst_scope):
     return tf.group(*[dst[v.op.name.split("/")[-1]].assign(v) for v in V1.global_variables(src_scope + "/")])
 
 
-def sync_trainable_only(src_scope, dst_scope):
+def sync_trainable_only_into_all(src_scope, dst_scope):
     src = {v.op.name[len(src_scope) + 1:]: v for v in V1.trainable_variables(src_scope + "/")}
     dst = _relative(dst_scope)
     return tf.group(*[dst[name].assign(value) for name, value in src.items()])
@@ -721,14 +721,14 @@ def sync_wrong_way(src_scope, dst_scope):
     return tf.group(*[src[name].assign(dst[name]) for name in src])
 
 
-def sync_returns_list(src_scope, dst_scope):
+def sync_returns_assign_list(src_scope, dst_scope):
     src, dst = _relative(src_scope), _relative(dst_scope)
     return [dst[name].assign(src[name]) for name in src]
 
 
 @pytest.mark.parametrize("answer", [sync_initial_value, sync_initial_value_of_trainables, sync_initializer_inputs,
-                                    sync_by_position, sync_by_last_name, sync_trainable_only, sync_wrong_way,
-                                    sync_returns_list], ids=lambda f: f.__name__)
+                                    sync_by_position_same_shape, sync_by_last_name, sync_trainable_only_into_all,
+                                    sync_wrong_way, sync_returns_assign_list], ids=lambda f: f.__name__)
 def test_05_4_wrong_answers_get_a_hint(answer):
     rejected(ex05.check_make_hard_sync, answer)
 
