@@ -111,7 +111,7 @@ def test_once_set_every_place_names_the_address(tmp_path):
     assert "# repository-code" not in texts["CITATION.cff"]
     cells = make_exercises.colab_cells(CHAPTERS[1], URL, "v0.2.0")
     assert colab[1] in cells[0].source
-    assert f'URL, REF = "{URL}", "v0.2.0"' in cells[1].source and "[keras2]" in cells[1].source
+    assert f'URL, REF = "{URL}", "v0.2.0"' in cells[1].source and "[keras2,jax,hub]" in cells[1].source
 
 
 def test_publishing_in_a_copy_then_unpublishing_gives_back_the_same_files(tmp_path):

@@ -34,8 +34,8 @@ def _pins(lines, environment: dict[str, str] | None = None) -> dict[str, str]:
     return pins
 
 
-def _requirements() -> dict[str, str]:
-    return _pins((ROOT / "requirements.txt").read_text().splitlines())
+def _requirements(environment: dict[str, str] | None = None) -> dict[str, str]:
+    return _pins((ROOT / "requirements.txt").read_text().splitlines(), environment)
 
 
 def _lock(environment: dict[str, str] | None = None) -> dict[str, str]:
@@ -83,9 +83,10 @@ def test_the_supported_pythons_agree_everywhere():
 @pytest.mark.parametrize("platform", ["linux", "darwin", "win32"])
 def test_lock_agrees_with_requirements_on_every_supported_python(python, platform):
     environment = {"python_version": python, "python_full_version": f"{python}.0", "sys_platform": platform,
-                   "os_name": "nt" if platform == "win32" else "posix"}
+                   "os_name": "nt" if platform == "win32" else "posix",
+                   "platform_system": {"linux": "Linux", "darwin": "Darwin", "win32": "Windows"}[platform]}
     lock = _lock(environment)
-    for package, version in _requirements().items():
+    for package, version in _requirements(environment).items():
         assert lock.get(package) == version, f"{package}: requirements.txt says {version}, lock says {lock.get(package)}"
 
 

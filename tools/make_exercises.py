@@ -69,17 +69,17 @@ def colab_install_source(url: str, ref: str) -> str:
     """The install cell: in Colab, and only when ``helpers`` is missing, copy the course and install it.
 
     It clones release ``ref`` of ``url`` (``--depth 1``) into the runtime's working folder and
-    pip-installs that copy, editable, with the ``keras2`` extra: ``helpers`` then finds the files
+    pip-installs that copy, editable, with the ``keras2``, ``jax`` and ``hub`` extras: ``helpers`` then finds the files
     the course stores (``tests/data``, read by chapters 13 and 15) beside itself, as in a checkout,
     also after a restart. A failed step prints one plain line instead of a traceback.
 
     Example:
         >>> print(colab_install_source("https://example.org/c", "v1").splitlines()[0])
-        # In Colab, copy the course (this release) and install it with Keras 2; elsewhere: nothing.
+        # In Colab, copy the course (this release) and install it with its extras; elsewhere: nothing.
     """
     folder = url.rstrip("/").rsplit("/", 1)[1].removesuffix(".git")
     return "\n".join([
-        "# In Colab, copy the course (this release) and install it with Keras 2; elsewhere: nothing.",
+        "# In Colab, copy the course (this release) and install it with its extras; elsewhere: nothing.",
         "import importlib, importlib.util, os, subprocess, sys",
         'if "google.colab" in sys.modules and importlib.util.find_spec("helpers") is None:',
         f'    URL, REF = "{url}", "{ref}"',
@@ -88,7 +88,7 @@ def colab_install_source(url: str, ref: str) -> str:
         "    steps = [] if os.path.isdir(FOLDER) else [",
         '        ["git", "clone", "--quiet", "--depth", "1", "--branch", REF, URL, FOLDER]]',
         '    steps.append([sys.executable, "-m", "pip", "install", "--quiet", "--editable",',
-        '                  FOLDER + "[keras2]"])',
+        '                  FOLDER + "[keras2,jax,hub]"])',
         "    for step in steps:",
         "        done = subprocess.run(step, capture_output=True, text=True)",
         "        if done.returncode != 0:",
