@@ -16,10 +16,13 @@ Three recipes, for chapter 14:
 it caught, so a notebook can show the ones that matter.
 
 Example:
-    >>> import keras
+    >>> import os, tempfile
+    >>> import keras, numpy as np
     >>> model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
-    >>> frozen = freeze_graph(model, "model.pb")                      # doctest: +SKIP
-    >>> run = load_frozen_graph("model.pb", frozen.inputs, frozen.outputs)   # doctest: +SKIP
+    >>> frozen = freeze_graph(model, os.path.join(tempfile.mkdtemp(), "model.pb"))
+    >>> run = load_frozen_graph(frozen.path, frozen.inputs, frozen.outputs)
+    >>> run(np.ones((2, 3), "float32")).shape
+    (2, 2)
 """
 
 from __future__ import annotations
@@ -191,10 +194,11 @@ def freeze_graph(model_or_function: Any, path: str | os.PathLike,
     tensors to feed and fetch (what ``load_frozen_graph`` takes).
 
     Example:
+        >>> import os, tempfile
         >>> import keras
         >>> model = keras.Sequential([keras.Input((3,), name="features"), keras.layers.Dense(2)])
-        >>> frozen = freeze_graph(model, "model.pb")                   # doctest: +SKIP
-        >>> frozen.inputs, frozen.outputs                              # doctest: +SKIP
+        >>> frozen = freeze_graph(model, os.path.join(tempfile.mkdtemp(), "model.pb"))
+        >>> frozen.inputs, frozen.outputs
         (['features:0'], ['Identity:0'])
     """
     target = refuse_existing(path, "a file")
@@ -453,9 +457,10 @@ def load_frozen_graph(path: str | os.PathLike, inputs: str | Sequence[str],
     needs ops from a library not imported here (``tensorflow_text``); import it first.
 
     Example:
-        >>> run = load_frozen_graph("model.pb", "features:0", "Identity:0")   # doctest: +SKIP
-        >>> run(np.ones((2, 3), "float32")).shape                           # doctest: +SKIP
-        (2, 2)
+        >>> import numpy as np
+        >>> run = load_frozen_graph("tests/data/tf215/frozen_graph.pb", "features:0", "Identity:0")
+        >>> run(np.ones((3, 5), "float32")).shape
+        (3, 2)
     """
     text = path_text(path, "frozen graph path")
     graph_def = _read_graph_def(text)
@@ -749,9 +754,13 @@ def compare_runtimes(model: Any, inputs: Any, files: Sequence[str | os.PathLike]
     by the Keras model's from the same run.
 
     Example:
-        >>> table = compare_runtimes(model, batch, ["model.pb", "model.tflite"])   # doctest: +SKIP
-        >>> table.row("model.tflite").max_difference < 1e-5                        # doctest: +SKIP
-        True
+        >>> import os, tempfile
+        >>> import keras, numpy as np
+        >>> model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+        >>> frozen = freeze_graph(model, os.path.join(tempfile.mkdtemp(), "model.pb"))
+        >>> table = compare_runtimes(model, np.ones((4, 3)), [frozen.path])
+        >>> [row.label for row in table.rows], table.row("model.pb").max_difference < 1e-5
+        (['Keras model', 'model.pb'], True)
     """
     from helpers.timing import compare_seconds
 
