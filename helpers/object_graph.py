@@ -222,9 +222,11 @@ def read_object_graph(ckpt_path: str | os.PathLike, *, include_empty: bool = Fal
     name-based one.
 
     Example:
-        >>> graph = read_object_graph("ckpt/train-1")     # doctest: +SKIP
-        >>> graph.node("model/hidden/_kernel").shape        # doctest: +SKIP
-        (3, 4)
+        >>> graph = read_object_graph("tests/data/tf215/tfckpt_opt/ckpt")  # a Keras 2 model and its optimizer
+        >>> graph.node("model/layer_with_weights-0/kernel").shape
+        (5, 6)
+        >>> graph.node("optimizer").kind, len(graph.of_kind("slot variable"))
+        ('optimizer', 12)
     """
     proto, shapes, dtypes = _load_proto(ckpt_path)
     edges = [
@@ -452,8 +454,9 @@ def plot_object_graph(ckpt_path: str | os.PathLike, *, title: str | None = None)
     Raises what ``read_object_graph`` raises.
 
     Example:
-        >>> fig = plot_object_graph("ckpt/train-1")        # doctest: +SKIP
-        >>> fig.savefig("graph.png")                        # doctest: +SKIP
+        >>> import os, tempfile
+        >>> fig = plot_object_graph("tests/data/tf215/tfckpt_opt/ckpt")
+        >>> fig.savefig(os.path.join(tempfile.mkdtemp(), "graph.png"))
     """
     # matplotlib only here: the rest of the module (and the recipes that import it) works without it.
     import matplotlib.pyplot as plt
@@ -515,9 +518,9 @@ def reading(ckpt_path: str | os.PathLike) -> Iterator[tuple[str, Any]]:
     """``(path as the user wrote it, reader)`` for a checkpoint; errors name the user's path.
 
     Example:
-        >>> with reading("ckpt/model-3") as (path, reader):     # doctest: +SKIP
-        ...     reader.get_tensor("step")
-        5
+        >>> with reading("tests/data/tf215/tfckpt_opt/ckpt") as (path, reader):
+        ...     reader.get_tensor("model/layer_with_weights-0/bias/.ATTRIBUTES/VARIABLE_VALUE").shape
+        (6,)
     """
     real = path_text(ckpt_path, "checkpoint path")
     yield real, open_checkpoint(real)  # which reads paths with [, *, ? as they are written
@@ -554,9 +557,12 @@ def assertion_verdicts(status: Any) -> dict[str, str]:
     """``"passes"`` or ``"raises"`` for each assertion of a restore status, in ``ASSERTIONS`` order.
 
     Example:
-        >>> status = tf.train.Checkpoint(v=tf.Variable(1.0)).restore(None)   # doctest: +SKIP
-        >>> assertion_verdicts(status)                                     # doctest: +SKIP
-        {'assert_consumed': 'raises', ...}
+        >>> import os, tempfile
+        >>> path = tf.train.Checkpoint(v=tf.Variable(1.0)).write(os.path.join(tempfile.mkdtemp(), "ckpt"))
+        >>> status = tf.train.Checkpoint(v=tf.Variable(0.0), w=tf.Variable(0.0)).read(path)  # w: not saved
+        >>> assertion_verdicts(status)
+        {'assert_consumed': 'raises', 'assert_existing_objects_matched': 'raises',
+         'assert_nontrivial_match': 'passes'}
     """
     verdicts = {}
     for name in ASSERTIONS:
