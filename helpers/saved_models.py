@@ -17,14 +17,16 @@ never run its graph:
   tool, run from this Python's environment, its output made deterministic.
 
 Example:
+    >>> import os, tempfile
     >>> import tensorflow as tf
     >>> class Double(tf.Module):
     ...     @tf.function(input_signature=[tf.TensorSpec([None], tf.float32, name="x")])
     ...     def __call__(self, x):
     ...         return {"y": 2.0 * x}
-    >>> tf.saved_model.save(Double(), "double")                      # doctest: +SKIP
-    >>> describe_saved_model("double")                                # doctest: +SKIP
-    SavedModel 'double': TF2 (object graph), written by TensorFlow 2.21.0
+    >>> folder = os.path.join(tempfile.mkdtemp(), "double")
+    >>> tf.saved_model.save(Double(), folder)
+    >>> describe_saved_model(folder)
+    SavedModel '.../double': TF2 (object graph), written by TensorFlow 2...
     tag-set  signature        in/out  key  dtype    shape
     -------  ---------------  ------  ---  -------  -------
     serve    serving_default  in      x    float32  (None,)
@@ -202,9 +204,9 @@ def describe_saved_model(path: str | os.PathLike) -> SavedModelDescription:
     (``__saved_model_init_op``) are left out.
 
     Example:
-        >>> description = describe_saved_model("exported")             # doctest: +SKIP
-        >>> description.signature("serving_default").output_keys       # doctest: +SKIP
-        ['output_0']
+        >>> description = describe_saved_model("tests/data/tf215/savedmodel_keras2")
+        >>> description.signature("serving_default").output_keys, description.tensorflow_version
+        (['logits'], '2.15.1')
         >>> describe_saved_model("no/such/folder")
         Traceback (most recent call last):
         ...
@@ -262,7 +264,7 @@ def unregistered_ops(path: str | os.PathLike) -> list[str]:
     import that library first. An empty list means every op is known.
 
     Example:
-        >>> unregistered_ops("exported")     # doctest: +SKIP
+        >>> unregistered_ops("tests/data/tf215/savedmodel_keras2")  # every op is known here
         []
     """
     return _unknown_ops(_read_saved_model(path_text(path, "SavedModel folder")))
@@ -280,10 +282,9 @@ def saved_model_cli_show(path: str | os.PathLike, *options: str, timeout: float 
     serving_default`` (one signature), ``--all`` (everything).
 
     Example:
-        >>> print(saved_model_cli_show("exported", "--tag_set", "serve"))   # doctest: +SKIP
+        >>> print(saved_model_cli_show("tests/data/tf215/tf_module", "--tag_set", "serve"))
         The given SavedModel MetaGraphDef contains SignatureDefs with the following keys:
         SignatureDef key: "__saved_model_init_op"
-        SignatureDef key: "serve"
         SignatureDef key: "serving_default"
     """
     folder = path_text(path, "SavedModel folder")
