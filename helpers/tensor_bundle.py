@@ -12,11 +12,13 @@ and the object graph included), so a short shard is found before anything is rea
 * ``short_data_files(prefix)``: the shards that are missing or shorter than that.
 
 Example:
+    >>> import os, tempfile
     >>> import tensorflow as tf
-    >>> prefix = tf.train.Checkpoint(v=tf.Variable([1.0, 2.0])).write("ckpt/model")  # doctest: +SKIP
-    >>> bytes_by_shard(prefix + ".index")                                             # doctest: +SKIP
+    >>> folder = tempfile.mkdtemp()
+    >>> prefix = tf.train.Checkpoint(v=tf.Variable([1.0, 2.0])).write(os.path.join(folder, "model"))
+    >>> bytes_by_shard(prefix + ".index")
     {0: (90, 1)}
-    >>> short_data_files(prefix)                                                      # doctest: +SKIP
+    >>> short_data_files(prefix)
     []
 """
 
@@ -70,8 +72,8 @@ def bytes_by_shard(index_path: str | os.PathLike) -> dict[int, tuple[int, int]]:
     ``{}``: nothing is checked then, and TensorFlow's own reader has the last word.
 
     Example:
-        >>> bytes_by_shard("ckpt/model.index")   # doctest: +SKIP
-        {0: (90, 1)}
+        >>> bytes_by_shard("tests/data/tf215/tfckpt_opt/ckpt.index")  # shard 0 of 1 holds 3620 bytes
+        {0: (3620, 1)}
     """
     try:
         with open(index_path, "rb") as file:
@@ -106,8 +108,13 @@ def short_data_files(prefix: str | os.PathLike) -> list[tuple[str, int | None, i
     the index is not a table this reader knows, so nothing was checked.
 
     Example:
-        >>> short_data_files("ckpt/model")   # doctest: +SKIP
-        [('model.data-00000-of-00001', 41, 90)]
+        >>> import os, shutil, tempfile
+        >>> folder = shutil.copytree("tests/data/tf215/tfckpt_opt", os.path.join(tempfile.mkdtemp(), "ckpt"))
+        >>> short_data_files(os.path.join(folder, "ckpt"))
+        []
+        >>> os.truncate(os.path.join(folder, "ckpt.data-00000-of-00001"), 100)  # cut it short
+        >>> short_data_files(os.path.join(folder, "ckpt"))
+        [('ckpt.data-00000-of-00001', 100, 3620)]
     """
     prefix = os.fspath(prefix)
     folder, stem = os.path.split(prefix)
