@@ -158,8 +158,14 @@ def ensemble_runners(
     the largest N, with random weights (the time does not depend on them).
 
     Example:
-        >>> runners = ensemble_runners([1, 4], batch, build_mlp, make_mlp)      # doctest: +SKIP
-        >>> {name: seconds_per_call(run) for name, run in runners[4].items()}   # doctest: +SKIP
+        >>> def build_member(x):  # graph mode: under the member's variable scope
+        ...     return tf.matmul(x, tf.compat.v1.get_variable("w", [3, 2]))
+        >>> def make_member():
+        ...     return keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+        >>> runners = ensemble_runners([1, 4], np.ones((8, 3)), build_member, make_member)
+        >>> len(runners[4]), np.shape(runners[4]["vectorized"]())  # 6 ways; [members, batch, outputs]
+        (6, (4, 8, 2))
+        >>> times = compare_seconds(runners[4], repeat=3)
     """
     from helpers.ensembles import VectorizedEnsemble
 
@@ -241,8 +247,11 @@ def weight_copy_steps(n_params: int, folder: str | os.PathLike = "timing") -> di
     * ``checkpoint``: ``tf.train.Checkpoint`` write and read into ``folder``, then the write.
 
     Example:
-        >>> steps = weight_copy_steps(10**4)                        # doctest: +SKIP
-        >>> seconds_per_call(steps["tf.function"])           # doctest: +SKIP
+        >>> import tempfile
+        >>> steps = weight_copy_steps(10**4, folder=tempfile.mkdtemp())
+        >>> list(steps)
+        ['NumPy copy', 'write only', 'graph sync op', 'tf.function', 'get/set_weights', 'checkpoint']
+        >>> times = compare_seconds(steps, repeat=3)
     """
     width = max(1, round((n_params / 4) ** 0.5))
     shapes = [shape for _ in range(4) for shape in ((width, width), (width,))]
