@@ -199,10 +199,12 @@ def glob_safe_prefix(prefix: str | os.PathLike) -> str:
     or when the path holds a NUL character.
 
     Example:
+        >>> import os, tempfile
         >>> import tensorflow as tf
-        >>> path = tf.train.Checkpoint(v=tf.Variable(3.0)).write("run[1]/ckpt")  # doctest: +SKIP
-        >>> tf.train.load_checkpoint(glob_safe_prefix(path)).get_tensor(        # doctest: +SKIP
-        ...     "v/.ATTRIBUTES/VARIABLE_VALUE")
+        >>> folder = os.path.join(tempfile.mkdtemp(), "run[1]")
+        >>> path = tf.train.Checkpoint(v=tf.Variable(3.0)).write(os.path.join(folder, "ckpt"))
+        >>> reader = tf.train.load_checkpoint(glob_safe_prefix(path))  # without it: no matching files
+        >>> float(reader.get_tensor("v/.ATTRIBUTES/VARIABLE_VALUE"))
         3.0
         >>> glob_safe_prefix("surely/not/here")
         Traceback (most recent call last):
@@ -259,7 +261,14 @@ def glob_safe_folder(path: str | os.PathLike) -> str:
     Example:
         >>> glob_safe_folder("exports/plain")
         'exports/plain'
-        >>> tf.saved_model.load(glob_safe_folder("runs/run[1]/export"))   # doctest: +SKIP
+        >>> import os, tempfile
+        >>> import tensorflow as tf
+        >>> module = tf.Module()
+        >>> module.v = tf.Variable(3.0)
+        >>> folder = os.path.join(tempfile.mkdtemp(), "run[1]", "export")
+        >>> tf.saved_model.save(module, folder)
+        >>> float(tf.saved_model.load(glob_safe_folder(folder)).v)
+        3.0
     """
     text = path_text(path, "SavedModel folder")
     if not GLOB_CHARACTERS.search(text):
