@@ -101,9 +101,9 @@ def read_meta_graph(meta_path: str | os.PathLike) -> MetaGraphDef:
     meta graph. The file is only read.
 
     Example:
-        >>> meta = read_meta_graph("ckpt/model.meta")          # doctest: +SKIP
-        >>> [node.name for node in meta.graph_def.node][:3]    # doctest: +SKIP
-        ['x', 'w/Initializer/initial_value', 'w']
+        >>> meta = read_meta_graph("tests/data/tf215-graph/graph/model.meta")
+        >>> [node.name for node in meta.graph_def.node][:3], sorted(meta.collection_def)[:2]
+        (['x', 'y', 'is_training/input'], ['global_step', 'train_op'])
     """
     path = path_text(meta_path, "path of the .meta file")
     if not os.path.isfile(path):
@@ -203,11 +203,14 @@ def import_scoped(
             graph has no variables to restore.
 
     Example:
-        >>> with tf.Graph().as_default():                     # doctest: +SKIP
-        ...     savers = [import_scoped("ckpt/model.meta", f"m{i}") for i in (1, 2, 3)]
+        >>> prefix = "tests/data/tf215-graph/graph/model"  # a Saver's checkpoint and its .meta
+        >>> with tf.Graph().as_default():
+        ...     savers = [import_scoped(prefix + ".meta", scope) for scope in ("m1", "m2")]
         ...     with tf.compat.v1.Session() as sess:
-        ...         for i, saver in enumerate(savers, start=1):
-        ...             saver.restore(sess, f"ckpt/model_{i}")
+        ...         sess.run(tf.compat.v1.global_variables_initializer())  # both global steps: 0
+        ...         savers[0].restore(sess, prefix)  # m1's variables only: its step is 3
+        ...         print([int(step) for step in sess.run(tf.compat.v1.get_collection("global_step"))])
+        [3, 0]
     """
     scope = checked_scope(scope)
     path = path_text(meta_path, "path of the .meta file")
