@@ -93,11 +93,16 @@ def restore_into_scope(
     not a checkpoint, ``ValueError`` when no variable lives under ``scope/``.
 
     Example:
-        >>> with tf.Graph().as_default():                      # doctest: +SKIP
-        ...     outputs = [build_net(x, scope=f"m{i}") for i in (1, 2, 3)]
-        ...     with tf.compat.v1.Session() as sess:
-        ...         for i in (1, 2, 3):
-        ...             restore_into_scope(sess, f"ckpt/model_{i}", f"m{i}")
+        >>> import os, tempfile
+        >>> prefix = os.path.join(tempfile.mkdtemp(), "model")
+        >>> with tf.Graph().as_default(), tf.compat.v1.Session() as sess:  # saved without a scope
+        ...     sess.run(tf.compat.v1.get_variable("w", initializer=[1.0, 2.0]).initializer)
+        ...     prefix = tf.compat.v1.train.Saver().save(sess, prefix)
+        >>> with tf.Graph().as_default(), tf.compat.v1.Session() as sess:  # one copy per scope
+        ...     copies = [tf.compat.v1.get_variable(f"m{i}/w", [2]) for i in (1, 2)]
+        ...     savers = [restore_into_scope(sess, prefix, f"m{i}") for i in (1, 2)]
+        ...     print(sess.run(copies))
+        [array([1., 2.], dtype=float32), array([1., 2.], dtype=float32)]
     """
     scope = scope_name(scope)
     prefix = resolve_checkpoint(path_text(ckpt_path, "checkpoint path"))
@@ -149,7 +154,14 @@ def load_keras_ensemble(
     would silently not restore.
 
     Example:
-        >>> members = load_keras_ensemble(make_mlp, ["ckpt/m1-1", "ckpt/m2-1"])  # doctest: +SKIP
+        >>> import os, tempfile
+        >>> def make_member():
+        ...     return keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+        >>> trained, folder = [make_member(), make_member()], tempfile.mkdtemp()
+        >>> paths = [tf.train.Checkpoint(model=m).write(os.path.join(folder, f"m{i}")) for i, m in enumerate(trained)]
+        >>> members = load_keras_ensemble(make_member, paths)
+        >>> all(np.array_equal(a.layers[0].kernel, b.layers[0].kernel) for a, b in zip(members, trained))
+        True
     """
     if isinstance(ckpt_paths, (str, bytes, os.PathLike)):
         raise TypeError("ckpt_paths must be a list of checkpoint paths; for one checkpoint pass [path]")
