@@ -29,6 +29,7 @@ import traceback
 import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from types import ModuleType
 
 DEFAULT_SEED = 42
 
@@ -61,7 +62,21 @@ def _native_stderr_silenced() -> Iterator[None]:
         os.close(saved_fd)
 
 
-def _import_tensorflow_quietly():
+def import_tensorflow_quietly() -> ModuleType:
+    """Import TensorFlow without its start-up log lines; return the module.
+
+    Sets ``TF_CPP_MIN_LOG_LEVEL=3`` and ``TF_ENABLE_ONEDNN_OPTS=0`` (unless they are
+    set already: TensorFlow reads them when it loads), hides what its C++ libraries
+    print while loading, and turns Python-side logging (absl, ``tf.get_logger()``,
+    autograph) down to errors. ``start_notebook`` calls it; so do recipes that need
+    TensorFlow quietly outside a notebook (``helpers.preflight``).
+
+    Example:
+        >>> import logging
+        >>> tf = import_tensorflow_quietly()
+        >>> tf.__name__, tf.get_logger().level == logging.ERROR
+        ('tensorflow', True)
+    """
     for name, value in _QUIET_ENVIRONMENT.items():
         os.environ.setdefault(name, value)
     with _native_stderr_silenced():
@@ -85,7 +100,7 @@ def seed_everything(seed: int = DEFAULT_SEED) -> None:
     """
     import numpy as np
 
-    tf = _import_tensorflow_quietly()
+    tf = import_tensorflow_quietly()
     random.seed(seed)
     np.random.seed(seed)
     tf.random.set_seed(seed)
@@ -185,14 +200,14 @@ def start_notebook(seed: int = DEFAULT_SEED) -> None:
     and is deleted when the kernel stops. Nothing is returned, so the cell
     shows no path of this machine.
 
-    Example:
-        >>> start_notebook()           # doctest: +SKIP
+    Example (skipped as a doctest: it changes the folder and settings of the whole process):
+        >>> start_notebook()  # doctest: +SKIP
         TensorFlow 2.21.0 is ready: quiet logs, seed 42, deterministic ops, a temporary work folder.
     """
     global _work_folder
     if in_colab() and (message := restart_needed()):
         raise RuntimeError(message)
-    tf = _import_tensorflow_quietly()
+    tf = import_tensorflow_quietly()
     seed_everything(seed)
     tf.config.experimental.enable_op_determinism()
     # TensorFloat-32 (on by default on Ampere and newer GPUs) rounds matmul inputs to 10 bits of
@@ -212,8 +227,10 @@ def work_folder() -> Path:
     """The notebook's temporary work folder (``start_notebook`` must have run).
 
     Example:
-        >>> work_folder()              # doctest: +SKIP
-        PosixPath('/tmp/tf-course-...')
+        >>> work_folder()  # before start_notebook(); after it, a Path such as /tmp/tf-course-1234-...
+        Traceback (most recent call last):
+        ...
+        RuntimeError: no work folder yet: run start_notebook() first
     """
     if _work_folder is None:
         raise RuntimeError("no work folder yet: run start_notebook() first")
