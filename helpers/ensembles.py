@@ -154,11 +154,11 @@ def load_keras_ensemble(
     would silently not restore.
 
     Example:
-        >>> import os, tempfile
+        >>> import tempfile
         >>> def make_member():
         ...     return keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
         >>> trained, folder = [make_member(), make_member()], tempfile.mkdtemp()
-        >>> paths = [tf.train.Checkpoint(model=m).write(os.path.join(folder, f"m{i}")) for i, m in enumerate(trained)]
+        >>> paths = [tf.train.Checkpoint(model=m).write(f"{folder}/m{i}") for i, m in enumerate(trained)]
         >>> members = load_keras_ensemble(make_member, paths)
         >>> all(np.array_equal(a.layers[0].kernel, b.layers[0].kernel) for a, b in zip(members, trained))
         True
