@@ -248,7 +248,7 @@ def weight_copy_steps(n_params: int, folder: str | os.PathLike = "timing") -> di
 
     Example:
         >>> import tempfile
-        >>> steps = weight_copy_steps(10**4, folder=tempfile.mkdtemp())
+        >>> steps = weight_copy_steps(1000, folder=tempfile.mkdtemp())
         >>> list(steps)
         ['NumPy copy', 'write only', 'graph sync op', 'tf.function', 'get/set_weights', 'checkpoint']
         >>> times = compare_seconds(steps, repeat=3)
