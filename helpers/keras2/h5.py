@@ -19,8 +19,8 @@ import textwrap
 from dataclasses import dataclass, field
 from typing import Any
 
-from helpers.errors import NotACheckpointError, first_line
-from helpers.files import checkpoint_files_at
+from helpers.errors import ArchiveTooLargeError, NotACheckpointError, first_line
+from helpers.files import check_archive_sizes, checkpoint_files_at
 from helpers.keras2.legacy import model_from_keras2_config, rebuild_problems
 
 __all__ = ["DAMAGED_H5", "OLD_LAYERS", "LegacyH5", "describe_legacy_h5", "h5_texts", "model_from_h5",
@@ -60,7 +60,8 @@ DAMAGED_H5 = "a damaged HDF5 file (truncated or corrupted: its signature is ther
 def open_h5(path: str | os.PathLike):
     """An ``h5py.File``, read-only; every way h5py fails on reading it becomes ``NotACheckpointError``.
 
-    The error says what the path is instead and what reads it (``not_a_file_reason``).
+    The error says what the path is instead and what reads it (``not_a_file_reason``); a zip
+    declaring sizes too large to read raises ``ArchiveTooLargeError`` before a member is read.
 
     Example:
         >>> with open_h5("tests/data/tf215/functional_bn.h5") as file:
@@ -80,7 +81,9 @@ def open_h5(path: str | os.PathLike):
     try:
         file = h5py.File(text, "r")
     except OSError:
-        raise NotACheckpointError(text, _not_hdf5_reason(text)) from None
+        file = None
+    if file is None:  # outside the except: a zip bomb's own error (ArchiveTooLargeError) stays as it is
+        raise NotACheckpointError(text, _not_hdf5_reason(text))
     try:
         with file:
             yield file
@@ -120,7 +123,10 @@ def _not_hdf5_reason(path: str) -> str:
 
         try:
             with zipfile.ZipFile(path) as archive:
+                check_archive_sizes(archive, path)  # a zip bomb is refused before anything is inflated
                 version = json.loads(archive.read("metadata.json")).get("keras_version", "?")
+        except ArchiveTooLargeError:
+            raise
         except (zipfile.BadZipFile, KeyError, ValueError):
             return "a zip file that is not a readable .keras file (truncated or another archive)"
         if version.startswith(("2.12", "2.13")):  # their layers keyed with gaps: dense, dense_2

@@ -5,6 +5,8 @@ Keras 2.12 and 2.13 into a twin only once their layers are numbered as Keras 3
 counts them::
 
     renumber_keras2_zip_weights("k213/m.keras", "k3/m.weights.h5")   # then twin.load_weights(...)
+
+Every zip is checked with ``helpers.files.check_archive_sizes`` before a member is read.
 """
 
 from __future__ import annotations
@@ -12,8 +14,8 @@ from __future__ import annotations
 import json
 import os
 
-from helpers.errors import NotACheckpointError, first_line
-from helpers.files import path_text, refuse_existing, refuse_unwritable
+from helpers.errors import ArchiveTooLargeError, NotACheckpointError, first_line
+from helpers.files import check_archive_sizes, path_text, refuse_existing, refuse_unwritable
 from helpers.keras2.h5 import OLD_LAYERS, new_layout_reason, not_a_file_reason, open_h5, renumbering
 
 __all__ = ["renumber_keras2_zip_weights"]
@@ -41,8 +43,11 @@ def _keras2_weights_bytes(path: str) -> bytes:
         raise NotACheckpointError(path, "not a .keras zip (nor an HDF5 weights file)")
     try:
         with zipfile.ZipFile(path) as archive:
+            check_archive_sizes(archive, path)  # a zip bomb is refused before anything is inflated
             version = json.loads(archive.read("metadata.json")).get("keras_version", "?")
             data = archive.read("model.weights.h5")
+    except ArchiveTooLargeError:
+        raise
     except (zipfile.BadZipFile, KeyError, ValueError, OSError, EOFError):
         raise NotACheckpointError(path, "a zip file that is not a readable .keras file (truncated or another "
                                         "archive, or without its model.weights.h5): copy it again") from None
