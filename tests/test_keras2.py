@@ -143,6 +143,22 @@ def values(model):
     return [v.numpy().copy() for v in model.weights]
 
 
+# --------------------------------------------------------------------------- the package
+
+
+def test_the_package_gives_every_name_the_chapters_tests_and_other_modules_import():
+    import helpers.keras2 as package
+    from helpers.keras2 import h5
+
+    names = ["KERAS2_ENVIRONMENT", "Keras2Export", "Keras2ExportError", "Keras2MismatchError", "Keras2RestoreReport",
+             "Keras2Run", "Keras2RunError", "LegacyH5", "LegacyModelError", "ModelNotBuiltError",
+             "NotAKeras2CheckpointError", "convert_legacy_h5", "describe_legacy_h5", "export_for_keras2",
+             "keras2_key_map", "keras2_model_config", "keras3_checkpoint_keys", "legacy_custom_objects",
+             "model_from_h5", "renumber_keras2_zip_weights", "restore_keras2_checkpoint", "run_keras2", "tf215_reads"]
+    assert [name for name in names if name not in package.__all__ or not hasattr(package, name)] == []
+    assert package.model_from_h5 is h5.model_from_h5
+
+
 # --------------------------------------------------------------------------- run_keras2
 
 
