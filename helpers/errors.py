@@ -424,7 +424,7 @@ class Keras2RunError(RuntimeError):
     """
 
 
-_LEGACY_ROUTE = (
+LEGACY_ROUTE = (
     "build the model in Keras 3 code and pass it: convert_legacy_h5(path, out, model=twin) reads only "
     "the weights; without a twin, export it once with Keras 2 and serve it as one layer: "
     "run_keras2(\"keras.models.load_model('m.h5', compile=False).export('m_export')\"), then "
@@ -447,7 +447,7 @@ class LegacyModelError(ValueError):
           route: pass model=twin
     """
 
-    def __init__(self, path: str | os.PathLike, problems: Iterable[str], route: str = _LEGACY_ROUTE) -> None:
+    def __init__(self, path: str | os.PathLike, problems: Iterable[str], route: str = LEGACY_ROUTE) -> None:
         self.path = os.fspath(path)
         self.problems = list(problems)
         self.route = route

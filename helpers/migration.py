@@ -195,9 +195,11 @@ def checkpoint_format(ckpt_path: str | os.PathLike) -> str:
 
     Raises ``NotACheckpointError`` when the path is not a readable checkpoint.
 
-    Example:
-        >>> checkpoint_format("tf1/model")                 # doctest: +SKIP
+    Example (checkpoints TensorFlow 2.15 wrote: a TF1 ``Saver``'s, a ``tf.train.Checkpoint``'s):
+        >>> checkpoint_format("tests/data/tf215-graph/graph/model")
         'name-based'
+        >>> checkpoint_format("tests/data/tf215/tfckpt_opt/ckpt")
+        'object-based'
     """
     with reading(ckpt_path) as (_, reader):
         return "object-based" if reader.has_tensor(OBJECT_GRAPH_KEY) else "name-based"
@@ -290,10 +292,22 @@ def restore_name_based(ckpt_path: str | os.PathLike, target: Any, strict: bool =
     ``tf.compat.v1.train.Saver(var_list=name_map)``.
 
     Example:
-        >>> report = restore_name_based("tf1/model", {"dense/kernel": layer.kernel})  # doctest: +SKIP
+        >>> import os, tempfile
+        >>> import numpy as np
+        >>> values = {"dense/kernel": np.ones((3, 2), "float32"), "dense/bias": np.zeros(2, "float32"), "step": 7}
+        >>> saved = write_name_based(values, os.path.join(tempfile.mkdtemp(), "tf1", "model"))
+        >>> layer = tf.keras.layers.Dense(2, name="dense")
+        >>> layer.build((None, 3))
+        >>> restore_name_based(saved, {"dense/kernel": layer.kernel, "dense/bias": layer.bias})
         Traceback (most recent call last):
-        CheckpointMismatchError: checkpoint 'tf1/model' does not match the name map of 1 variable(s):
-          in the checkpoint but not in the target: 'dense/bias'
+        ...
+        helpers.errors.CheckpointMismatchError: checkpoint '...' does not match the name map of 2 variable(s):
+          in the checkpoint but not in the target: 'step'
+        >>> print(restore_name_based(saved, variables_by_key(layer), strict=False))
+        restored 2 variable(s); PARTIAL, 1 item(s) skipped:
+          in the checkpoint but unused (1): step
+        >>> layer.kernel.numpy().tolist()
+        [[1.0, 1.0], [1.0, 1.0], [1.0, 1.0]]
     """
     if not tf.executing_eagerly():
         raise RuntimeError(
@@ -371,11 +385,18 @@ def write_name_based(values: Mapping[str, Any], out_prefix: str | os.PathLike) -
     Every refusal comes before anything is written.
 
     Example:
-        >>> write_name_based({"dense/kernel": np.ones((3, 2))}, "tf1/export")   # doctest: +SKIP
-        'tf1/export'
-        >>> write_name_based({"dense/kernel": np.ones((3, 2))}, "tf1/run[1]")   # doctest: +SKIP
+        >>> import os, tempfile
+        >>> import numpy as np
+        >>> folder = tempfile.mkdtemp()
+        >>> prefix = write_name_based({"dense/kernel": np.ones((3, 2))}, os.path.join(folder, "tf1", "export"))
+        >>> sorted(os.listdir(os.path.dirname(prefix)))
+        ['export.data-00000-of-00001', 'export.index']
+        >>> tf.compat.v1.train.list_variables(prefix)
+        [('dense/kernel', [3, 2])]
+        >>> write_name_based({"dense/kernel": np.ones((3, 2))}, os.path.join(folder, "run[1]", "export"))
         Traceback (most recent call last):
-        GlobPathError: 'tf1/run[1]' cannot hold a checkpoint: its file name holds '[', ...
+        ...
+        helpers.errors.GlobPathError: '...run[1]/export' cannot hold a checkpoint: its folder name holds '[', ...
     """
     if not isinstance(values, Mapping):
         raise TypeError(f"values must be a {{name: value}} dict, not {type(values).__name__}")
@@ -437,12 +458,31 @@ def name_based_to_object_based(
       (``result.report.unfilled``).
 
     Example:
-        >>> name_based_to_object_based("tf1/model", "tf2/model", model, name_map)  # doctest: +SKIP
-        'tf2/model', converted with restored 4 variable(s); nothing skipped
-        >>> name_based_to_object_based("tf1/model", "tf2/m", model, {"layer1/weights": ...},
-        ...                            strict=False)                              # doctest: +SKIP
+        >>> import os, tempfile
+        >>> import numpy as np
+        >>> folder = tempfile.mkdtemp()
+        >>> values = {"layer1/weights": np.ones((3, 2), "float32"), "layer1/biases": np.zeros(2, "float32"),
+        ...           "global_step": 7}
+        >>> saved = write_name_based(values, os.path.join(folder, "tf1", "model"))    # as a TF1 Saver writes
+        >>> model = tf.keras.Sequential([tf.keras.Input((3,)), tf.keras.layers.Dense(2, name="dense")], name="m")
+        >>> dense = model.layers[0]
+        >>> name_map = {"layer1/weights": dense.kernel, "layer1/biases": dense.bias}
+        >>> converted = name_based_to_object_based(saved, os.path.join(folder, "tf2", "model"), model, name_map,
+        ...                                        strict=False)
+        >>> print(converted.report)
+        restored 2 variable(s); PARTIAL, 1 item(s) skipped:
+          in the checkpoint but unused (1): global_step
+        >>> fresh = tf.keras.Sequential([tf.keras.Input((3,)), tf.keras.layers.Dense(2)])
+        >>> _ = tf.train.Checkpoint(model=fresh).restore(converted).assert_consumed()
+        >>> fresh.layers[0].kernel.numpy().tolist()
+        [[1.0, 1.0], [1.0, 1.0], [1.0, 1.0]]
+        >>> name_based_to_object_based(saved, os.path.join(folder, "tf2", "m"), model,
+        ...                            {"layer1/weights": dense.kernel}, strict=False)
         Traceback (most recent call last):
-        PartialModelError: checkpoint 'tf1/model' does not fill every variable of ...
+        ...
+        helpers.errors.PartialModelError: checkpoint '...' does not fill every variable of the name map of 1 ...
+          missing from the checkpoint: 'm/dense/bias'
+          hint: the name map leaves out m/dense/bias; ...
     """
     out = refuse_glob_characters(_refuse_to_write(out_prefix, ckpt_path))
     if not isinstance(edge, str) or not edge:
@@ -540,8 +580,17 @@ def object_based_to_name_based(
     such a path is read as it is.
 
     Example:
-        >>> object_based_to_name_based("tf2/model-3", "tf1/export", model, name_map)  # doctest: +SKIP
-        'tf1/export'
+        >>> import os, tempfile
+        >>> folder = tempfile.mkdtemp()
+        >>> model = tf.keras.Sequential([tf.keras.Input((3,)), tf.keras.layers.Dense(2, name="dense")])
+        >>> saved = tf.train.Checkpoint(model=model).write(os.path.join(folder, "tf2", "model"))
+        >>> dense = model.layers[0]
+        >>> name_map = {"layer1/weights": dense.kernel, "layer1/biases": dense.bias}
+        >>> exported = object_based_to_name_based(saved, os.path.join(folder, "tf1", "export"), model, name_map)
+        >>> [name for name, _ in tf.compat.v1.train.list_variables(exported)]
+        ['layer1/biases', 'layer1/weights']
+        >>> checkpoint_format(exported)
+        'name-based'
     """
     out = refuse_glob_characters(_refuse_to_write(out_prefix, ckpt_path))
     if not isinstance(edge, str) or not edge:

@@ -27,6 +27,7 @@ from helpers.keras2 import (
     describe_legacy_h5,
     keras2_key_map,
     keras3_checkpoint_keys,
+    renumber_keras2_zip_weights,
     restore_keras2_checkpoint,
     run_keras2,
 )
@@ -140,6 +141,22 @@ class Sub(keras.Model):
 
 def values(model):
     return [v.numpy().copy() for v in model.weights]
+
+
+# --------------------------------------------------------------------------- the package
+
+
+def test_the_package_gives_every_name_the_chapters_tests_and_other_modules_import():
+    import helpers.keras2 as package
+    from helpers.keras2 import h5
+
+    names = ["KERAS2_ENVIRONMENT", "Keras2Export", "Keras2ExportError", "Keras2MismatchError", "Keras2RestoreReport",
+             "Keras2Run", "Keras2RunError", "LegacyH5", "LegacyModelError", "ModelNotBuiltError",
+             "NotAKeras2CheckpointError", "convert_legacy_h5", "describe_legacy_h5", "export_for_keras2",
+             "keras2_key_map", "keras2_model_config", "keras3_checkpoint_keys", "legacy_custom_objects",
+             "model_from_h5", "renumber_keras2_zip_weights", "restore_keras2_checkpoint", "run_keras2", "tf215_reads"]
+    assert [name for name in names if name not in package.__all__ or not hasattr(package, name)] == []
+    assert package.model_from_h5 is h5.model_from_h5
 
 
 # --------------------------------------------------------------------------- run_keras2
@@ -368,6 +385,30 @@ def test_describe_legacy_h5_bad_input(tmp_path):
     model.save_weights(str(tmp_path / "k3.weights.h5"))
     with pytest.raises(NotACheckpointError, match="not a legacy Keras .h5"):
         describe_legacy_h5(tmp_path / "k3.weights.h5")
+
+
+@pytest.mark.parametrize("bomb", ["metadata.json", "model.weights.h5"])
+def test_keras_zips_declaring_huge_sizes_are_refused_before_a_member_is_read(tmp_path, monkeypatch, bomb):
+    import zipfile
+
+    from helpers.errors import ArchiveTooLargeError
+
+    path = tmp_path / "bomb.keras"  # a Keras 2.13 .keras, but for one member that inflates 1000-fold
+    members = {"metadata.json": json.dumps({"keras_version": "2.13.1"}), "config.json": "{}",
+               "model.weights.h5": b"not read"}
+    members[bomb] = (b"{" + b" " * (16 << 20) + b"}") if bomb.endswith(".json") else bytes(16 << 20)
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    read = []
+    monkeypatch.setattr(zipfile.ZipFile, "open", lambda self, name, *args, **kwargs: read.append(name))
+    for recipe in (lambda: renumber_keras2_zip_weights(path, tmp_path / "m.weights.h5"),
+                   lambda: describe_legacy_h5(path), lambda: convert_legacy_h5(path, tmp_path / "m.keras")):
+        with pytest.raises(ArchiveTooLargeError, match=f"bomb.keras' is not a readable Keras file: {bomb} "):
+            recipe()
+    assert read == []  # refused from the sizes the zip declares: no member was inflated
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bomb.keras"]
+    assert issubclass(ArchiveTooLargeError, NotACheckpointError)  # caught where a damaged file is
 
 
 @pytest.mark.filterwarnings("ignore:Do not pass an `input_shape`")
