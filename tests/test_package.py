@@ -15,7 +15,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 RECIPE_MODULES = sorted(
     f"helpers.{path.stem}" for path in (ROOT / "helpers").glob("*.py") if not path.stem.startswith("_")
-) + ["helpers.checks"]
+) + sorted(f"helpers.{path.parent.name}" for path in (ROOT / "helpers").glob("*/__init__.py"))
 
 
 def _run(*command: str | os.PathLike, cwd: Path) -> str:
