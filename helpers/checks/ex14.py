@@ -69,7 +69,7 @@ def _chapter_causes() -> Iterator[None]:
     Every learner-code hint (a cause matched or not) is cut to fit 300 characters with
     the wrapper's "Exercise 14.N: " prefix.
     """
-    from helpers.checks import _learner_error_hint
+    from helpers.checks import learner_error_hint
 
     try:
         yield
@@ -78,11 +78,11 @@ def _chapter_causes() -> Iterator[None]:
     except NotImplementedError as error:
         if not error.args:  # the exercise's stub, `raise NotImplementedError()`: the framework says so
             raise
-        raise LearnerCodeError(_fit(_learner_error_hint(error, frozenset()))) from error
+        raise LearnerCodeError(_fit(learner_error_hint(error, frozenset()))) from error
     except Exception as error:  # noqa: BLE001 - every error becomes a hint that fits
         text = f"{type(error).__name__}: {error}"
         cause = next((cause for pattern, cause in _CAUSES if pattern.search(text)), None)
-        hint = _learner_error_hint(error, frozenset())
+        hint = learner_error_hint(error, frozenset())
         raise LearnerCodeError(_with_cause(hint, cause) if cause else _fit(hint)) from error
 
 
