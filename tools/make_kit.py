@@ -229,6 +229,9 @@ def mistakes_by_exercise(check_module: Path) -> dict[str, list[str]]:
                     definitions[target.id] = node
     checks = sorted(((_exercise_id(node), node) for node in tree.body if isinstance(node, ast.FunctionDef)
                      and _exercise_id(node)), key=lambda pair: pair[0])
+    # A `with files_unchanged(folder, "hint"):` compares the files when its block ends: its hint is listed there.
+    block_ends = {id(item.context_expr): (node.end_lineno, node.end_col_offset) for node in ast.walk(tree)
+                  if isinstance(node, ast.With) for item in node.items}
     kinds_seen: set[str] = set()
     steps: set[str] = set()
     found: dict[str, list[tuple[int, int, str]]] = {}
@@ -243,9 +246,9 @@ def mistakes_by_exercise(check_module: Path) -> dict[str, list[str]]:
                     steps.add(hint)
                 if len(hint.replace("…", "").strip()) > 15 and kind not in kinds_seen:
                     kinds_seen.add(kind)
-                    entries.append((where.lineno, where.col_offset, hint))
+                    entries.append((*block_ends.get(id(call), (where.lineno, where.col_offset)), hint))
     # Taken in turns; within an exercise the hints in steps (the mistakes its author singled out) first.
-    ranked = {exercise: sorted(entries, key=lambda entry: not _is_stepped(entry[2], steps))
+    ranked = {exercise: sorted(sorted(entries), key=lambda entry: not _is_stepped(entry[2], steps))
               for exercise, entries in found.items()}
     chosen: dict[str, list[tuple[int, int, str]]] = {exercise: [] for exercise in found}
     budget, turn = max(MAX_MISTAKES, len(found)), 0
