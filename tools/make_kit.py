@@ -182,9 +182,11 @@ def _hint_entries(node: ast.AST) -> list[tuple[ast.AST, str, str]]:
     for argument in arguments:
         if isinstance(argument, ast.Lambda):
             argument = argument.body
-        text = _text(argument) if argument is not None else None
-        if text is not None:
-            found.append((argument, text, text))
+        # `f"hint" if the error is one the check knows else None`: each branch that is a text
+        for branch in ([argument.body, argument.orelse] if isinstance(argument, ast.IfExp) else [argument]):
+            text = _text(branch) if branch is not None else None
+            if text is not None:
+                found.append((branch, text, text))
     return found
 
 

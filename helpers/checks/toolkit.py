@@ -143,13 +143,14 @@ def distinct_values(index: int, shape: tuple[int, ...], dtype: Any = np.float32)
 # --------------------------------------------------------------------------- calling the learner's function
 
 
-def call_answer(call: Callable[[], Result], hint: HintText | Callable[[Exception], HintText],
+def call_answer(call: Callable[[], Result], hint: HintText | Callable[[Exception], HintText | None],
                 errors: type[Exception] | tuple[type[Exception], ...] = Exception) -> Result:
     """``call()``'s result, or the check fails with ``hint`` when it raises one of ``errors``.
 
     For a call where raising is a mistake the check can explain (a right input refused, an
-    assertion too strict); ``hint`` may be made from the error (``lambda error: f"... {quote(error)}"``).
-    Other errors pass on, and the framework turns them into a hint naming the learner's line.
+    assertion too strict); ``hint`` may be made from the error (``lambda error: f"... {quote(error)}"``),
+    and may then be None for an error the check has no hint for. Such errors, and those not in
+    ``errors``, pass on: the framework turns them into a hint naming the learner's line.
 
     Example:
         >>> call_answer(lambda: int("42"), "return the number as an int")
@@ -158,12 +159,19 @@ def call_answer(call: Callable[[], Result], hint: HintText | Callable[[Exception
         Traceback (most recent call last):
         ...
         helpers.checks.CheckFailed: int() refused it: invalid literal for int() with base 10: 'forty-two'
+        >>> call_answer(lambda: int("4.5"), lambda error: "no words" if "forty" in str(error) else None, ValueError)
+        Traceback (most recent call last):
+        ...
+        ValueError: invalid literal for int() with base 10: '4.5'
     """
     __tracebackhide__ = True
     try:
         return call()
     except errors as error:
-        require(False, hint(error) if callable(hint) else hint)
+        text = hint(error) if callable(hint) else hint
+        if text is None:
+            raise
+        require(False, text)
         raise  # pragma: no cover - require(False, ...) always raises
 
 
