@@ -342,16 +342,16 @@ def _require_float32_input(model: keras.Model, n_inputs: int) -> None:
 def _build_head_model(frozen_base_with_head: Callable, folder: str, endpoint: str, n_inputs: int,
                       units: int) -> Any:
     """The learner's model; a TFSMLayer refusing the model's input (another width) gets the input's hint."""
-    try:
-        return frozen_base_with_head(folder, endpoint, n_inputs, units)
-    except (TypeError, ValueError) as error:
+    def refused_input(error: Exception) -> str | None:
         if "Can not cast TensorSpec" not in str(error):
-            raise
+            return None
         found = re.search(r"Can not cast TensorSpec\(shape=(\([^)]*\))", str(error))
-        require(False, f"the TFSMLayer refused your model's input of shape {found.group(1) if found else '?'}: "
-                       f"it should be one float32 input of shape (None, {n_inputs}), keras.Input((n_inputs,)) "
-                       "with the n_inputs you were given")
-        raise  # not reached
+        return (f"the TFSMLayer refused your model's input of shape {found.group(1) if found else '?'}: "
+                f"it should be one float32 input of shape (None, {n_inputs}), keras.Input((n_inputs,)) "
+                "with the n_inputs you were given")
+
+    return call_answer(lambda: frozen_base_with_head(folder, endpoint, n_inputs, units), refused_input,
+                       (TypeError, ValueError))
 
 
 @exercise_check("09.4")
