@@ -20,6 +20,7 @@ import tensorflow as tf
 from google.protobuf.message import DecodeError
 
 from helpers.checks import CheckFailed, LearnerCodeError, exercise_check, require
+from helpers.checks.toolkit import call_answer
 from helpers.deploy import freeze_graph, quietly
 
 __all__ = ["check_freeze_for_serving", "check_frozen_callable", "check_float16_litert"]
@@ -157,11 +158,9 @@ def check_freeze_for_serving(freeze_for_serving: Callable[[keras.Model, str], st
                                            "output tensor's name, a str such as 'Identity:0'")
             require(os.path.isfile(path), "no file at `path`: write the frozen GraphDef there (one file)")
             graph_def = tf.compat.v1.GraphDef()
-            try:
-                graph_def.ParseFromString(open(path, "rb").read())
-            except DecodeError:
-                require(False, "the file is not a binary GraphDef: a text .pbtxt? Write "
-                               "graph_def.SerializeToString() (tf.io.write_graph(..., as_text=False))")
+            call_answer(lambda: graph_def.ParseFromString(open(path, "rb").read()),
+                        "the file is not a binary GraphDef: a text .pbtxt? Write "
+                        "graph_def.SerializeToString() (tf.io.write_graph(..., as_text=False))", DecodeError)
             nodes = {node.name: node for node in graph_def.node}
             variables = sorted({node.op for node in graph_def.node if node.op in _VARIABLE_OPS})
             require(not variables, f"the graph still reads variables ({', '.join(variables)}): it is not "
