@@ -15,6 +15,7 @@ from helpers.checks.toolkit import (
     Case,
     Mistake,
     call_answer,
+    calls_recorded,
     distinct_values,
     files_unchanged,
     folder_files,
@@ -72,6 +73,36 @@ def test_working_folder_comes_back_after_an_error(tmp_path):
         assert Path.cwd() == (tmp_path / "cwd").resolve()
         1 / 0  # noqa: B018
     assert Path.cwd() == before
+
+
+# --------------------------------------------------------------------------- what the answer did
+
+
+class _Counter:
+    def __init__(self, start: int) -> None:
+        self.value = start
+
+    def add(self, amount: int) -> int:
+        if amount < 0:
+            raise ValueError("only up")
+        self.value += amount
+        return self.value
+
+
+def test_calls_recorded_notes_each_call_before_or_after_it_and_puts_the_method_back():
+    original = _Counter.add
+    counter = _Counter(1)
+    with calls_recorded(_Counter, "add", lambda self, amount: (self.value, amount)) as before:
+        counter.add(2)
+        with pytest.raises(ValueError):
+            counter.add(-1)
+    assert before == [(1, 2), (3, -1)]  # a call that raises is noted before it runs
+    with calls_recorded(_Counter, "add", lambda result, self, amount: result, after=True) as after:
+        counter.add(amount=4)
+        with pytest.raises(ValueError):
+            counter.add(-1)
+    assert after == [7]  # and not at all after
+    assert _Counter.add is original
 
 
 # --------------------------------------------------------------------------- fixtures

@@ -12,15 +12,14 @@ import os
 import re
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
-from unittest import mock
 
 import numpy as np
 import tensorflow as tf
 
 from helpers.checks import Hint, exercise_check, require
-from helpers.checks.toolkit import Mistake, distinct_values, folder_files, refuse_mistakes
+from helpers.checks.toolkit import Mistake, calls_recorded, distinct_values, folder_files, refuse_mistakes
 
 V1 = tf.compat.v1
 
@@ -58,18 +57,9 @@ def _returned_checkpoint(path: object, function: str) -> str:
     return path
 
 
-@contextlib.contextmanager
-def _graphs_created() -> Iterator[list]:
+def _graphs_created() -> contextlib.AbstractContextManager[list]:
     """Count the ``tf.Graph`` objects (``tf.function`` graphs too) made while the answer runs."""
-    made: list = []
-    original = tf.Graph.__init__
-
-    def init(self, *args, **kwargs):
-        made.append(type(self).__name__)
-        original(self, *args, **kwargs)
-
-    with mock.patch.object(tf.Graph, "__init__", init):
-        yield made
+    return calls_recorded(tf.Graph, "__init__", lambda graph, *args, **kwargs: type(graph).__name__)
 
 
 # An error TensorFlow raises when a session runs what another graph holds.

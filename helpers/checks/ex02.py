@@ -11,15 +11,13 @@ import contextlib
 import os
 import tempfile
 import warnings
-from collections.abc import Iterator
-from unittest import mock
 
 import keras
 import numpy as np
 import tensorflow as tf
 
 from helpers.checks import exercise_check, require
-from helpers.checks.toolkit import call_answer, folder_files, require_array
+from helpers.checks.toolkit import call_answer, calls_recorded, folder_files, require_array
 
 V1 = tf.compat.v1
 
@@ -63,19 +61,10 @@ def _expected(x: np.ndarray, sign: float = 1.0, scale: float = 1.0) -> np.ndarra
     return np.maximum(x @ (sign * _W1) + sign * _B1, 0) @ (scale * _W2) + scale * _B2
 
 
-@contextlib.contextmanager
-def _session_graphs() -> Iterator[list]:
+def _session_graphs() -> contextlib.AbstractContextManager[list]:
     """Record the graph of every session run while the learner's function runs."""
-    graphs: list = []
     base_session = next(cls for cls in V1.Session.__mro__ if cls.__name__ == "BaseSession")
-    original = base_session.run
-
-    def run(self, *args, **kwargs):
-        graphs.append(self.graph)
-        return original(self, *args, **kwargs)
-
-    with mock.patch.object(base_session, "run", run):
-        yield graphs
+    return calls_recorded(base_session, "run", lambda session, *args, **kwargs: session.graph)
 
 
 @exercise_check("02.1")

@@ -20,7 +20,7 @@ import tensorflow as tf
 from google.protobuf.message import DecodeError
 
 from helpers.checks import CheckFailed, LearnerCodeError, exercise_check, require
-from helpers.checks.toolkit import call_answer
+from helpers.checks.toolkit import call_answer, calls_recorded
 from helpers.deploy import freeze_graph, quietly
 
 __all__ = ["check_freeze_for_serving", "check_frozen_callable", "check_float16_litert"]
@@ -114,23 +114,11 @@ def _with_cause(hint: str, cause: str, limit: int = _LIMIT) -> str:
     return _fit("\n".join([where, *kept]) + ending, limit)
 
 
-@contextlib.contextmanager
-def _sessions_counted() -> Iterator[list[int]]:
+def _sessions_counted() -> contextlib.AbstractContextManager[list[int]]:
     """Count the tf.compat.v1 sessions made in the block (the list's length)."""
     from tensorflow.python.client import session as session_module
 
-    made: list[int] = []
-    original = session_module.BaseSession.__init__
-
-    def counting(self: Any, *args: Any, **kwargs: Any) -> None:
-        made.append(1)
-        original(self, *args, **kwargs)
-
-    session_module.BaseSession.__init__ = counting
-    try:
-        yield made
-    finally:
-        session_module.BaseSession.__init__ = original
+    return calls_recorded(session_module.BaseSession, "__init__", lambda *args, **kwargs: 1)
 
 
 def _batch(n: int, n_in: int, seed: int) -> np.ndarray:

@@ -5,6 +5,8 @@ function and compares what comes back. What repeats from check to check lives he
 
 - ``folder_files`` and ``files_unchanged``: the files a learner's function is
   handed to read, and the proof that it only read them;
+- ``calls_recorded``: what the learner's function did on the way (each session run,
+  each graph made), for what its result cannot show;
 - ``distinct_values``: a fixture's variables get distinct, non-zero values, so
   an answer that maps one variable onto another shows;
 - ``call_answer``: the learner's function called where raising is a mistake the
@@ -29,6 +31,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
+from unittest import mock
 
 import numpy as np
 
@@ -38,6 +41,7 @@ __all__ = [
     "Case",
     "Mistake",
     "call_answer",
+    "calls_recorded",
     "distinct_values",
     "files_unchanged",
     "folder_files",
@@ -118,6 +122,48 @@ def working_folder(folder: str | os.PathLike) -> Iterator[None]:
         yield
     finally:
         os.chdir(previous)
+
+
+# --------------------------------------------------------------------------- what the answer did on the way
+
+
+@contextlib.contextmanager
+def calls_recorded(owner: object, name: str, note: Callable[..., Any], *, after: bool = False) -> Iterator[list]:
+    """A list of ``note(*arguments)`` for every call of ``owner.name`` while the block runs; each call runs as usual.
+
+    For what a check must see the learner's function do, but cannot see in its result: every
+    ``Session.run`` (which graph, which feed), every graph or session made. A method of a class
+    gets the instance as its first argument. With ``after=True`` the note is taken once the call
+    returned, and gets its result first: ``note(result, *arguments)``; a call that raises then
+    leaves no note.
+
+    Example:
+        >>> class Session:
+        ...     def run(self, fetches, feed_dict=None):
+        ...         return [fetches] * 2
+        >>> with calls_recorded(Session, "run", lambda session, fetches, feed_dict=None: feed_dict) as feeds:
+        ...     Session().run("y", feed_dict={"x": 1.0})
+        ['y', 'y']
+        >>> feeds
+        [{'x': 1.0}]
+        >>> with calls_recorded(Session, "run", lambda result, *arguments: len(result), after=True) as sizes:
+        ...     _ = Session().run("y"), Session().run("z")
+        >>> sizes
+        [2, 2]
+    """
+    notes: list = []
+    original = getattr(owner, name)
+
+    def watched(*args: Any, **kwargs: Any) -> Any:
+        if not after:
+            notes.append(note(*args, **kwargs))
+            return original(*args, **kwargs)
+        result = original(*args, **kwargs)
+        notes.append(note(result, *args, **kwargs))
+        return result
+
+    with mock.patch.object(owner, name, watched):
+        yield notes
 
 
 # --------------------------------------------------------------------------- fixtures that reveal mistakes
