@@ -21,7 +21,7 @@ import numpy as np
 import tensorflow as tf
 
 from helpers.checks import exercise_check, require
-from helpers.checks.toolkit import must_raise
+from helpers.checks.toolkit import must_raise, same_arrays
 
 __all__ = [
     "check_keras2_keys",
@@ -123,10 +123,6 @@ def _adam_slots(values: dict[str, np.ndarray]) -> list[np.ndarray]:
 def _checkpoint_values(prefix: str) -> dict[str, np.ndarray]:
     reader = tf.train.load_checkpoint(prefix)
     return {key: reader.get_tensor(key) for key in reader.get_variable_to_shape_map()}
-
-
-def _same_files(before: dict, after: dict) -> bool:
-    return before.keys() == after.keys() and all(np.array_equal(before[k], after[k]) for k in before)
 
 
 # --------------------------------------------------------------------------- 10.1
@@ -233,7 +229,7 @@ def check_load_keras2_weights(load_keras2_weights: Callable) -> str:
         )
         require(not wrong, "these variables did not get the file's values: "
                 + ", ".join(k.removesuffix(SUFFIX) for k in wrong))
-        require(_same_files(on_disk, _checkpoint_values(prefix)), "the checkpoint file was changed: only read it")
+        require(same_arrays(on_disk, _checkpoint_values(prefix)), "the checkpoint file was changed: only read it")
 
         short = dict(values)
         for key in [k for k in values if k.startswith("layer_with_weights-2/")]:

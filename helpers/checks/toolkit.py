@@ -13,6 +13,7 @@ function and compares what comes back. What repeats from check to check lives he
   check has a hint for (its exception becomes that hint);
 - ``must_raise``: the learner's function called where the prompt asks for an
   error (returning quietly gets the hint);
+- ``same_arrays``: two snapshots of named values compared;
 - ``require_array``: an answer compared with the expected array in the standard
   order of hints: its type, its shape, its dtype, known wrong answers, its values;
 - ``Case``, ``require_cases``, ``Mistake`` and ``refuse_mistakes``: a check's
@@ -28,7 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
 from unittest import mock
@@ -49,6 +50,7 @@ __all__ = [
     "refuse_mistakes",
     "require_array",
     "require_cases",
+    "same_arrays",
     "working_folder",
 ]
 
@@ -261,6 +263,21 @@ class Case(NamedTuple):
     probe: Any
     expected: Any
     hint: HintText
+
+
+def same_arrays(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    """The same names in both, and equal arrays under each (``np.array_equal``): two snapshots of variables.
+
+    Example:
+        >>> before = {"dense/kernel": np.ones((2, 2)), "dense/bias": np.zeros(2)}
+        >>> same_arrays(before, {"dense/bias": np.zeros(2), "dense/kernel": np.ones((2, 2))})
+        True
+        >>> same_arrays(before, {"dense/kernel": np.ones((2, 2))})  # a name missing
+        False
+        >>> same_arrays(before, {**before, "dense/bias": np.ones(2)})  # a value changed
+        False
+    """
+    return a.keys() == b.keys() and all(np.array_equal(a[key], b[key]) for key in a)
 
 
 def _equal(a: Any, b: Any) -> bool:
