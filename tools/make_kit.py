@@ -150,19 +150,39 @@ HINT_ARGUMENTS: dict[str, tuple[tuple[int | None, str], ...]] = {
 }
 
 
+def hint_arguments(node: ast.Call) -> list[ast.AST]:
+    """The expressions a call gives as hints: ``require``'s and the toolkit calls' (``HINT_ARGUMENTS``).
+
+    A hint made from the error (``lambda error: f"..."``) is its body, a conditional one
+    (``f"..." if known else None``) both its branches, and ``require_array``'s ``mistakes`` rows
+    ``(wrong, "hint")`` give their hints too.
+    """
+    name = getattr(node.func, "id", None)
+    arguments = [_argument(node, position, keyword) if position is not None else
+                 next((item.value for item in node.keywords if item.arg == keyword), None)
+                 for position, keyword in HINT_ARGUMENTS.get(name, ())]
+    if name == "require_array":
+        rows = next((item.value for item in node.keywords if item.arg == "mistakes"), None)
+        if isinstance(rows, (ast.List, ast.Tuple)):
+            arguments += [row.elts[1] for row in rows.elts if isinstance(row, ast.Tuple) and len(row.elts) > 1]
+    found = []
+    for argument in arguments:
+        if isinstance(argument, ast.Lambda):
+            argument = argument.body
+        found += [argument.body, argument.orelse] if isinstance(argument, ast.IfExp) else [argument]
+    return [argument for argument in found if argument is not None]
+
+
 def _hint_entries(node: ast.AST) -> list[tuple[ast.AST, str, str]]:
     """(where, kind, text) of each mistake a call states: a hint argument (``require(condition, "hint")``,
-    a toolkit call's), or a ``Hint(idea, fix)``.
+    a toolkit call's: ``hint_arguments``), or a ``Hint(idea, fix)``.
 
     A hint in steps is listed by its precise fix when that says what was wrong, else as "idea — fix";
-    its kind (``kind=``, or the fix) merges the hints that name one mistake. A hint made from the
-    error (``lambda error: f"..."``) is read from the lambda's body; ``(wrong, "hint")`` rows of
-    ``require_array``'s ``mistakes`` are read too.
+    its kind (``kind=``, or the fix) merges the hints that name one mistake.
     """
     if not isinstance(node, ast.Call):
         return []
-    name = getattr(node.func, "id", None)
-    if name == "Hint":
+    if getattr(node.func, "id", None) == "Hint":
         idea, fix = _text(_argument(node, 0, "idea") or ast.Constant(None)), _text(
             _argument(node, 1, "fix") or ast.Constant(None))
         if fix is None:
@@ -172,21 +192,10 @@ def _hint_entries(node: ast.AST) -> list[tuple[ast.AST, str, str]]:
         text = fix if _stands_alone(fix) or not idea else f"{idea.rstrip()} — {fix}"
         return [(node, kind or fix, text)]
     found = []
-    arguments = [_argument(node, position, keyword) if position is not None else
-                 next((item.value for item in node.keywords if item.arg == keyword), None)
-                 for position, keyword in HINT_ARGUMENTS.get(name, ())]
-    if name == "require_array":
-        rows = next((item.value for item in node.keywords if item.arg == "mistakes"), None)
-        if isinstance(rows, (ast.List, ast.Tuple)):
-            arguments += [row.elts[1] for row in rows.elts if isinstance(row, ast.Tuple) and len(row.elts) > 1]
-    for argument in arguments:
-        if isinstance(argument, ast.Lambda):
-            argument = argument.body
-        # `f"hint" if the error is one the check knows else None`: each branch that is a text
-        for branch in ([argument.body, argument.orelse] if isinstance(argument, ast.IfExp) else [argument]):
-            text = _text(branch) if branch is not None else None
-            if text is not None:
-                found.append((branch, text, text))
+    for argument in hint_arguments(node):
+        text = _text(argument)
+        if text is not None:
+            found.append((argument, text, text))
     return found
 
 
