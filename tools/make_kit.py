@@ -156,6 +156,11 @@ def hint_arguments(node: ast.Call) -> list[ast.AST]:
     A hint made from the error (``lambda error: f"..."``) is its body, a conditional one
     (``f"..." if known else None``) both its branches, and ``require_array``'s ``mistakes`` rows
     ``(wrong, "hint")`` give their hints too.
+
+    Example:
+        >>> call = ast.parse('call_answer(lambda: f(), lambda e: "refused" if e else None)').body[0].value
+        >>> [ast.literal_eval(node) for node in hint_arguments(call)]
+        ['refused', None]
     """
     name = getattr(node.func, "id", None)
     arguments = [_argument(node, position, keyword) if position is not None else
