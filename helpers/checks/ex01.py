@@ -89,6 +89,24 @@ def _beside_another_graph(call: Callable[[], object], hint: Hint) -> object:
     return result
 
 
+def _saved_in_own_graph(save: Callable[[V1.Session], object], specs: dict[str, tuple[tuple[int, ...], bool]],
+                        hint: Hint, global_step: bool = False) -> tuple[str, dict[str, np.ndarray]]:
+    """``save(sess)``'s path, and the variables' values, for a session of a graph of its own (``specs``'
+    variables, a global step if asked, moved from their initial values) while another graph is the default.
+    """
+    graph = tf.Graph()
+    with graph.as_default():
+        values = _make_variables(specs)
+        if global_step:
+            V1.train.get_or_create_global_step()
+        init = V1.global_variables_initializer()
+    with V1.Session(graph=graph) as sess:
+        sess.run(init)
+        with graph.as_default():
+            values = _move_away(sess, values)
+        return os.fspath(_beside_another_graph(lambda: save(sess), hint)), values
+
+
 # --------------------------------------------------------------------------- 01.1
 
 
@@ -206,17 +224,8 @@ def check_save_trainable_only(save_trainable_only: Callable[[V1.Session, str], s
                 "a file that was in the folder before was changed or deleted: write only the checkpoint.")
     # The session's own graph while another is the default: "every trainable variable of its graph".
     with tempfile.TemporaryDirectory() as folder:
-        graph = tf.Graph()
-        with graph.as_default():
-            values = _make_variables(specs)
-            V1.train.get_or_create_global_step()
-            init = V1.global_variables_initializer()
-        with V1.Session(graph=graph) as sess:
-            sess.run(init)
-            with graph.as_default():
-                values = _move_away(sess, values)
-            path = os.fspath(_beside_another_graph(
-                lambda: save_trainable_only(sess, os.path.join(folder, "weights")), _SESSION_GRAPH_01_2))
+        path, values = _saved_in_own_graph(lambda sess: save_trainable_only(sess, os.path.join(folder, "weights")),
+                                           specs, _SESSION_GRAPH_01_2, global_step=True)
         reader = tf.train.load_checkpoint(path)
         require(_keys(path) == trainable and all(np.array_equal(reader.get_tensor(name), values[name])
                                                  for name in trainable), _SESSION_GRAPH_01_2)
@@ -302,17 +311,9 @@ def check_save_without_scope(save_without_scope: Callable[[V1.Session, str, str]
                         f"{name!r} does not hold the current value of '{scope}/{name}': map each key to the "
                         "variable of the scope you are given.")
         # The session's own graph while another is the default.
-        graph = tf.Graph()
-        with graph.as_default():
-            values = _make_variables(specs)
-            init = V1.global_variables_initializer()
-        with V1.Session(graph=graph) as sess:
-            sess.run(init)
-            with graph.as_default():
-                values = _move_away(sess, values)
-            path = os.fspath(_beside_another_graph(
-                lambda: save_without_scope(sess, "model_10", os.path.join(folder, "own_graph")),
-                _SESSION_GRAPH_01_3))
+        path, values = _saved_in_own_graph(
+            lambda sess: save_without_scope(sess, "model_10", os.path.join(folder, "own_graph")), specs,
+            _SESSION_GRAPH_01_3)
         reader = tf.train.load_checkpoint(path)
         require(_keys(path) == set(inner) and all(np.array_equal(reader.get_tensor(name), values[f"model_10/{name}"])
                                                   for name in inner), _SESSION_GRAPH_01_3)
