@@ -491,9 +491,13 @@ def test_not_done_in_a_real_kernel_is_a_neutral_box_above_one_plain_line(tmp_pat
 # --------------------------------------------------------------------------- every hint of chapters 00-07
 
 import ast  # noqa: E402
+import sys  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 CHECKS = Path(__file__).resolve().parent.parent / "helpers" / "checks"
+sys.path.insert(0, str(CHECKS.parent.parent / "tools"))
+
+import make_kit  # noqa: E402  (where a check's hints stand: require's, the toolkit's, a Hint's)
 STATIC_CHAPTERS = [f"ex{number:02d}" for number in range(8)]  # 08-15: tests/attack_harness.py when shown
 
 
@@ -510,7 +514,8 @@ def _literal(node: ast.AST) -> str | None:
 
 
 def hint_texts(module: Path) -> list[tuple[int, str, str]]:
-    """(line, exercise number, text) of each hint written in ``module``: require's, and both steps of a Hint."""
+    """(line, exercise number, text) of each hint written in ``module``: require's and the toolkit calls',
+    and both steps of a Hint."""
     tree = ast.parse(module.read_text())
     found = []
     for function in ast.walk(tree):
@@ -526,6 +531,8 @@ def hint_texts(module: Path) -> list[tuple[int, str, str]]:
             texts = []
             if name == "require" and len(node.args) > 1:
                 texts = [node.args[1]]
+            elif name in make_kit.HINT_ARGUMENTS:  # the toolkit's calls: call_answer, must_raise, Case...
+                texts = make_kit.hint_arguments(node)
             elif name == "Hint":
                 texts = node.args[:2] + [keyword.value for keyword in node.keywords if keyword.arg in ("idea", "fix")]
             for text in texts:

@@ -136,28 +136,72 @@ def _stands_alone(fix: str) -> bool:
     return bool(re.search(r"\bnot\b|n't\b|\binstead\b", fix))
 
 
-def _hint_entry(node: ast.AST) -> tuple[str, str] | None:
-    """(kind, text) of the mistake a call states: a ``require(condition, "hint")``, or a ``Hint(idea, fix)``.
+# The calls that carry a hint, and where: (position, keyword) of each hint argument. ``require`` is the
+# framework's; the others are helpers.checks.toolkit's (a table row, a must-raise, an array compared
+# rung by rung...). A ``Hint(...)`` is read wherever it stands.
+HINT_ARGUMENTS: dict[str, tuple[tuple[int | None, str], ...]] = {
+    "require": ((1, "hint"),),
+    "call_answer": ((1, "hint"),),
+    "must_raise": ((1, "hint"),),
+    "files_unchanged": ((1, "hint"),),
+    "Mistake": ((1, "hint"),),
+    "Case": ((2, "hint"),),
+    "require_array": ((None, "type_hint"), (None, "shape_hint"), (None, "dtype_hint"), (None, "values_hint")),
+}
+
+
+def hint_arguments(node: ast.Call) -> list[ast.AST]:
+    """The expressions a call gives as hints: ``require``'s and the toolkit calls' (``HINT_ARGUMENTS``).
+
+    A hint made from the error (``lambda error: f"..."``) is its body, a conditional one
+    (``f"..." if known else None``) both its branches, and ``require_array``'s ``mistakes`` rows
+    ``(wrong, "hint")`` give their hints too.
+
+    Example:
+        >>> call = ast.parse('call_answer(lambda: f(), lambda e: "refused" if e else None)').body[0].value
+        >>> [ast.literal_eval(node) for node in hint_arguments(call)]
+        ['refused', None]
+    """
+    name = getattr(node.func, "id", None)
+    arguments = [_argument(node, position, keyword) if position is not None else
+                 next((item.value for item in node.keywords if item.arg == keyword), None)
+                 for position, keyword in HINT_ARGUMENTS.get(name, ())]
+    if name == "require_array":
+        rows = next((item.value for item in node.keywords if item.arg == "mistakes"), None)
+        if isinstance(rows, (ast.List, ast.Tuple)):
+            arguments += [row.elts[1] for row in rows.elts if isinstance(row, ast.Tuple) and len(row.elts) > 1]
+    found = []
+    for argument in arguments:
+        if isinstance(argument, ast.Lambda):
+            argument = argument.body
+        found += [argument.body, argument.orelse] if isinstance(argument, ast.IfExp) else [argument]
+    return [argument for argument in found if argument is not None]
+
+
+def _hint_entries(node: ast.AST) -> list[tuple[ast.AST, str, str]]:
+    """(where, kind, text) of each mistake a call states: a hint argument (``require(condition, "hint")``,
+    a toolkit call's: ``hint_arguments``), or a ``Hint(idea, fix)``.
 
     A hint in steps is listed by its precise fix when that says what was wrong, else as "idea — fix";
     its kind (``kind=``, or the fix) merges the hints that name one mistake.
     """
     if not isinstance(node, ast.Call):
-        return None
-    name = getattr(node.func, "id", None)
-    if name == "require" and len(node.args) > 1:
-        text = _text(node.args[1])
-        return (text, text) if text is not None else None
-    if name == "Hint":
+        return []
+    if getattr(node.func, "id", None) == "Hint":
         idea, fix = _text(_argument(node, 0, "idea") or ast.Constant(None)), _text(
             _argument(node, 1, "fix") or ast.Constant(None))
         if fix is None:
-            return None
+            return []
         kind_node = _argument(node, 2, "kind")
         kind = _text(kind_node) if kind_node is not None else None
         text = fix if _stands_alone(fix) or not idea else f"{idea.rstrip()} — {fix}"
-        return (kind or fix, text)
-    return None
+        return [(node, kind or fix, text)]
+    found = []
+    for argument in hint_arguments(node):
+        text = _text(argument)
+        if text is not None:
+            found.append((argument, text, text))
+    return found
 
 
 def _exercise_id(function: ast.FunctionDef) -> str | None:
@@ -201,6 +245,9 @@ def mistakes_by_exercise(check_module: Path) -> dict[str, list[str]]:
                     definitions[target.id] = node
     checks = sorted(((_exercise_id(node), node) for node in tree.body if isinstance(node, ast.FunctionDef)
                      and _exercise_id(node)), key=lambda pair: pair[0])
+    # A `with files_unchanged(folder, "hint"):` compares the files when its block ends: its hint is listed there.
+    block_ends = {id(item.context_expr): (node.end_lineno, node.end_col_offset) for node in ast.walk(tree)
+                  if isinstance(node, ast.With) for item in node.items}
     kinds_seen: set[str] = set()
     steps: set[str] = set()
     found: dict[str, list[tuple[int, int, str]]] = {}
@@ -209,18 +256,15 @@ def mistakes_by_exercise(check_module: Path) -> dict[str, list[str]]:
                         if isinstance(inner, ast.Call)), key=lambda call: (call.lineno, call.col_offset))
         entries = found.setdefault(exercise, [])
         for call in calls:
-            entry = _hint_entry(call)
-            if entry is None:
-                continue
-            kind, text = entry
-            hint = re.sub(r"\s+", " ", text).strip()
-            if getattr(call.func, "id", None) == "Hint":
-                steps.add(hint)
-            if len(hint.replace("…", "").strip()) > 15 and kind not in kinds_seen:
-                kinds_seen.add(kind)
-                entries.append((call.lineno, call.col_offset, hint))
+            for where, kind, text in _hint_entries(call):
+                hint = re.sub(r"\s+", " ", text).strip()
+                if getattr(call.func, "id", None) == "Hint":
+                    steps.add(hint)
+                if len(hint.replace("…", "").strip()) > 15 and kind not in kinds_seen:
+                    kinds_seen.add(kind)
+                    entries.append((*block_ends.get(id(call), (where.lineno, where.col_offset)), hint))
     # Taken in turns; within an exercise the hints in steps (the mistakes its author singled out) first.
-    ranked = {exercise: sorted(entries, key=lambda entry: not _is_stepped(entry[2], steps))
+    ranked = {exercise: sorted(sorted(entries), key=lambda entry: not _is_stepped(entry[2], steps))
               for exercise, entries in found.items()}
     chosen: dict[str, list[tuple[int, int, str]]] = {exercise: [] for exercise in found}
     budget, turn = max(MAX_MISTAKES, len(found)), 0

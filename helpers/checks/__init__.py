@@ -44,7 +44,7 @@ from types import CodeType, TracebackType
 from typing import Any, TypeVar
 
 __all__ = ["CheckFailed", "ExerciseNotDone", "Hint", "LearnerCodeError", "exercise_check", "forget_hints",
-           "quote", "require"]
+           "learner_error_hint", "quote", "require"]
 
 Check = TypeVar("Check", bound=Callable[..., Any])
 
@@ -447,8 +447,26 @@ def _error_lines(error: BaseException, max_lines: int = 2) -> list[str]:
     return lines[:max_lines] or [type(error).__name__]
 
 
-def _learner_error_hint(error: BaseException, check_code: frozenset[CodeType], limit: int = _HINT_MAX) -> str:
-    """What a learner needs to act on an error raised while the check ran their answer (at most ``limit`` characters)."""
+def learner_error_hint(error: BaseException, check_code: frozenset[CodeType] = frozenset(),
+                       limit: int = _HINT_MAX) -> str:
+    """What a learner needs to act on an error raised while the check ran their answer (at most ``limit`` characters).
+
+    The learner's line (a frame outside the libraries and ``check_code``, the check's own code), the
+    error in a line or two, and its likely cause. ``exercise_check`` gives it to every error that
+    escapes a check; a check that catches the error itself (to add a cause of its chapter) asks here.
+
+    Example:
+        >>> def double(x):
+        ...     return x * undefined_name
+        >>> try:
+        ...     double(2)
+        ... except NameError as error:
+        ...     print(learner_error_hint(error))
+        your code raised NameError in double(), at this line:
+            return x * undefined_name
+          name 'undefined_name' is not defined
+        Likely cause: the message names what failed: print the values that line uses to find the one that differs.
+    """
     frames = _learner_frames(error.__traceback__, check_code)
     name = type(error).__name__
     if frames:
@@ -524,7 +542,7 @@ def exercise_check(exercise_id: str) -> Callable[[Check], Check]:
                         "then run this check again."
                     ) from None
                 prefix = f"Exercise {exercise_id}: "
-                hint = _learner_error_hint(error, check_code, _HINT_MAX - len(prefix))
+                hint = learner_error_hint(error, check_code, _HINT_MAX - len(prefix))
                 raise LearnerCodeError(prefix + hint) from error
             from helpers.notebook import wrap_output
 

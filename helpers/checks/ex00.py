@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
-from unittest import mock
 
 import numpy as np
 import tensorflow as tf
 
 from helpers.checks import exercise_check, require
+from helpers.checks.toolkit import calls_recorded
 
 V1 = tf.compat.v1
 AffineInGraph = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
@@ -27,20 +27,14 @@ def _example_inputs(seed: int, x_shape: tuple[int, int], w_shape: tuple[int, int
     return x, w, b
 
 
-@contextlib.contextmanager
-def _session_results() -> Iterator[list]:
+# BaseSession.run serves Session and InteractiveSession alike.
+_BASE_SESSION = next(cls for cls in V1.Session.__mro__ if cls.__name__ == "BaseSession")
+
+
+def _session_results() -> contextlib.AbstractContextManager[list]:
     """Record (session, fetched values, feed) of every ``Session.run`` while the learner's function runs."""
-    results: list = []
-    base_session = next(cls for cls in V1.Session.__mro__ if cls.__name__ == "BaseSession")
-    original = base_session.run
-
-    def run(self, fetches, feed_dict=None, *args, **kwargs):
-        result = original(self, fetches, feed_dict, *args, **kwargs)
-        results.append((self, result, feed_dict))
-        return result
-
-    with mock.patch.object(base_session, "run", run):
-        yield results
+    return calls_recorded(_BASE_SESSION, "run", lambda result, session, fetches, feed_dict=None, *args, **kwargs: (
+        session, result, feed_dict), after=True)
 
 
 def _arrays(value) -> Iterator[np.ndarray]:
@@ -177,21 +171,10 @@ InitialWeights = Callable[[int, tuple[int, int]], np.ndarray]
 _SEED_CALLS = [(7, (4, 5)), (7, (4, 5)), (2024, (4, 5)), (11, (6, 2))]
 
 
-@contextlib.contextmanager
-def _session_runs() -> Iterator[list]:
+def _session_runs() -> contextlib.AbstractContextManager[list]:
     """Record (graph, result) of every session run while the learner's function runs."""
-    runs: list = []
-    # BaseSession.run serves Session and InteractiveSession alike.
-    base_session = next(cls for cls in V1.Session.__mro__ if cls.__name__ == "BaseSession")
-    original = base_session.run
-
-    def run(self, *args, **kwargs):
-        result = original(self, *args, **kwargs)
-        runs.append((self.graph, result))
-        return result
-
-    with mock.patch.object(base_session, "run", run):
-        yield runs
+    return calls_recorded(_BASE_SESSION, "run", lambda result, session, *args, **kwargs: (session.graph, result),
+                          after=True)
 
 
 def _default_draw(seed: int, shape: tuple[int, int]) -> np.ndarray:

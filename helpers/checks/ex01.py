@@ -8,34 +8,27 @@ other than the notebook's, several variables with distinct non-zero values
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import re
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
-from unittest import mock
 
 import numpy as np
 import tensorflow as tf
 
 from helpers.checks import Hint, exercise_check, require
+from helpers.checks.toolkit import Mistake, calls_recorded, distinct_values, folder_files, refuse_mistakes
 
 V1 = tf.compat.v1
-
-
-def _value(index: int, shape: tuple[int, ...]) -> np.ndarray:
-    """Distinct, non-zero numbers for the ``index``-th variable of a fixture."""
-    size = int(np.prod(shape, dtype=int))
-    return (np.arange(1, size + 1, dtype=np.float32) * 0.5 + 10 * index).reshape(shape)
 
 
 def _make_variables(specs: dict[str, tuple[tuple[int, ...], bool]]) -> dict[str, np.ndarray]:
     """Create ``{name: (shape, trainable)}`` in the default graph; return their values by name."""
     values = {}
     for index, (name, (shape, trainable)) in enumerate(specs.items()):
-        values[name] = _value(index + 1, shape)
+        values[name] = distinct_values(index + 1, shape)
         V1.get_variable(name, initializer=values[name], trainable=trainable)
     return values
 
@@ -64,22 +57,9 @@ def _returned_checkpoint(path: object, function: str) -> str:
     return path
 
 
-def _fingerprints(folder: str) -> dict[str, str]:
-    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in Path(folder).iterdir() if p.is_file()}
-
-
-@contextlib.contextmanager
-def _graphs_created() -> Iterator[list]:
+def _graphs_created() -> contextlib.AbstractContextManager[list]:
     """Count the ``tf.Graph`` objects (``tf.function`` graphs too) made while the answer runs."""
-    made: list = []
-    original = tf.Graph.__init__
-
-    def init(self, *args, **kwargs):
-        made.append(type(self).__name__)
-        original(self, *args, **kwargs)
-
-    with mock.patch.object(tf.Graph, "__init__", init):
-        yield made
+    return calls_recorded(tf.Graph, "__init__", lambda graph, *args, **kwargs: type(graph).__name__)
 
 
 # An error TensorFlow raises when a session runs what another graph holds.
@@ -109,6 +89,24 @@ def _beside_another_graph(call: Callable[[], object], hint: Hint) -> object:
     return result
 
 
+def _saved_in_own_graph(save: Callable[[V1.Session], object], specs: dict[str, tuple[tuple[int, ...], bool]],
+                        hint: Hint, global_step: bool = False) -> tuple[str, dict[str, np.ndarray]]:
+    """``save(sess)``'s path, and the variables' values, for a session of a graph of its own (``specs``'
+    variables, a global step if asked, moved from their initial values) while another graph is the default.
+    """
+    graph = tf.Graph()
+    with graph.as_default():
+        values = _make_variables(specs)
+        if global_step:
+            V1.train.get_or_create_global_step()
+        init = V1.global_variables_initializer()
+    with V1.Session(graph=graph) as sess:
+        sess.run(init)
+        with graph.as_default():
+            values = _move_away(sess, values)
+        return os.fspath(_beside_another_graph(lambda: save(sess), hint)), values
+
+
 # --------------------------------------------------------------------------- 01.1
 
 
@@ -123,8 +121,8 @@ def _save_plain(prefix: str, specs: dict[str, tuple[int, ...]]) -> str:
 def _save_trained(prefix: str) -> tuple[str, int]:
     """A checkpoint with int32, int64 (global_step), float64 and float32 tensors and Adam's slots."""
     with tf.Graph().as_default():
-        kernel = V1.get_variable("dense/kernel", initializer=_value(1, (3, 2)))
-        bias = V1.get_variable("dense/bias", initializer=_value(2, (2,)))
+        kernel = V1.get_variable("dense/kernel", initializer=distinct_values(1, (3, 2)))
+        bias = V1.get_variable("dense/bias", initializer=distinct_values(2, (2,)))
         V1.get_variable("stats/counts", initializer=np.arange(1, 6, dtype=np.int32), trainable=False)
         V1.get_variable("stats/mean", initializer=np.linspace(0.5, 2.0, 4), trainable=False)  # float64
         step = V1.train.get_or_create_global_step()
@@ -189,7 +187,7 @@ def check_save_trainable_only(save_trainable_only: Callable[[V1.Session, str], s
         values = _make_variables(specs)
         V1.train.get_or_create_global_step()
         Path(folder, "notes.txt").write_text("a file of the learner's that must stay as it is")
-        before = _fingerprints(folder)
+        before = folder_files(folder, recursive=False)
         prefix = os.path.join(folder, "weights")
         with V1.Session() as sess:
             sess.run(V1.global_variables_initializer())
@@ -222,21 +220,12 @@ def check_save_trainable_only(save_trainable_only: Callable[[V1.Session, str], s
             require(np.array_equal(reader.get_tensor(name), values[name]),
                     f"{name!r} does not hold the session's current value: save from the session you are "
                     "given, as it is, without initializing or assigning anything first.")
-        require(all(_fingerprints(folder).get(name) == digest for name, digest in before.items()),
+        require(all(folder_files(folder, recursive=False).get(name) == digest for name, digest in before.items()),
                 "a file that was in the folder before was changed or deleted: write only the checkpoint.")
     # The session's own graph while another is the default: "every trainable variable of its graph".
     with tempfile.TemporaryDirectory() as folder:
-        graph = tf.Graph()
-        with graph.as_default():
-            values = _make_variables(specs)
-            V1.train.get_or_create_global_step()
-            init = V1.global_variables_initializer()
-        with V1.Session(graph=graph) as sess:
-            sess.run(init)
-            with graph.as_default():
-                values = _move_away(sess, values)
-            path = os.fspath(_beside_another_graph(
-                lambda: save_trainable_only(sess, os.path.join(folder, "weights")), _SESSION_GRAPH_01_2))
+        path, values = _saved_in_own_graph(lambda sess: save_trainable_only(sess, os.path.join(folder, "weights")),
+                                           specs, _SESSION_GRAPH_01_2, global_step=True)
         reader = tf.train.load_checkpoint(path)
         require(_keys(path) == trainable and all(np.array_equal(reader.get_tensor(name), values[name])
                                                  for name in trainable), _SESSION_GRAPH_01_2)
@@ -322,17 +311,9 @@ def check_save_without_scope(save_without_scope: Callable[[V1.Session, str, str]
                         f"{name!r} does not hold the current value of '{scope}/{name}': map each key to the "
                         "variable of the scope you are given.")
         # The session's own graph while another is the default.
-        graph = tf.Graph()
-        with graph.as_default():
-            values = _make_variables(specs)
-            init = V1.global_variables_initializer()
-        with V1.Session(graph=graph) as sess:
-            sess.run(init)
-            with graph.as_default():
-                values = _move_away(sess, values)
-            path = os.fspath(_beside_another_graph(
-                lambda: save_without_scope(sess, "model_10", os.path.join(folder, "own_graph")),
-                _SESSION_GRAPH_01_3))
+        path, values = _saved_in_own_graph(
+            lambda sess: save_without_scope(sess, "model_10", os.path.join(folder, "own_graph")), specs,
+            _SESSION_GRAPH_01_3)
         reader = tf.train.load_checkpoint(path)
         require(_keys(path) == set(inner) and all(np.array_equal(reader.get_tensor(name), values[f"model_10/{name}"])
                                                   for name in inner), _SESSION_GRAPH_01_3)
@@ -364,7 +345,7 @@ def _moved_folder(folder: str, steps: tuple[int, ...]) -> dict[int, dict[str, np
         saver = V1.train.Saver(max_to_keep=None)
         with V1.Session() as sess:
             for number in steps:
-                values = {"net/w": _value(number, (2, 2)), "net/b": _value(number + 100, (2,))}
+                values = {"net/w": distinct_values(number, (2, 2)), "net/b": distinct_values(number + 100, (2,))}
                 sess.run([w.assign(values["net/w"]), b.assign(values["net/b"]), step.assign(number)])
                 saver.save(sess, os.path.join(folder, "run"), global_step=number, write_meta_graph=False)
                 saved[number] = values
@@ -387,7 +368,7 @@ def check_restore_moved(restore_moved: Callable[[V1.Session, str], int]) -> str:
     with tempfile.TemporaryDirectory() as folder:
         saved = _moved_folder(folder, steps)
         newest = steps[-1]
-        before = _fingerprints(folder)
+        before = folder_files(folder, recursive=False)
         with tf.Graph().as_default():
             w = V1.get_variable("net/w", initializer=np.full((2, 2), -1.0, np.float32))
             b = V1.get_variable("net/b", initializer=np.full((2,), -1.0, np.float32))
@@ -398,21 +379,22 @@ def check_restore_moved(restore_moved: Callable[[V1.Session, str], int]) -> str:
                     restored = dict(zip(["net/w", "net/b", "step"], sess.run([w, b, step])))
                 except tf.errors.FailedPreconditionError:
                     restored = None
-        after = _fingerprints(folder)
+        after = folder_files(folder, recursive=False)
     require(after == before, "a file in the folder was changed, added or deleted: restore from the files as they "
                              "are (read the state file, do not rewrite it).")
     require(restored is not None, "the variables were not restored: call `saver.restore(sess, path)` with the "
                                   "path of the folder's own file that the state file names.")
     found = next((number for number, values in saved.items()
                   if np.array_equal(restored["net/w"], values["net/w"])), None)
-    require(found != steps[0] or newest == steps[0],
-            f"you restored run-{steps[0]}, the first one the state file lists; its newest is the one in "
-            "`model_checkpoint_path`.")
-    require(found != max(steps), f"you restored run-{max(steps)}, the largest step, but the state file says "
-                                 f"the newest is run-{newest}: follow `model_checkpoint_path`.")
-    require(found != steps[-2], f"you restored run-{steps[-2]}, whose files are the most recently modified: "
-                                "file times say nothing about which checkpoint is newest (a copy changes "
-                                "them). Follow the state file's `model_checkpoint_path`.")
+    refuse_mistakes(found, [  # the checkpoints a plausible wrong answer restores
+        Mistake(steps[0], f"you restored run-{steps[0]}, the first one the state file lists; its newest is the "
+                          "one in `model_checkpoint_path`."),
+        Mistake(max(steps), f"you restored run-{max(steps)}, the largest step, but the state file says the "
+                            f"newest is run-{newest}: follow `model_checkpoint_path`."),
+        Mistake(steps[-2], f"you restored run-{steps[-2]}, whose files are the most recently modified: file "
+                           "times say nothing about which checkpoint is newest (a copy changes them). Follow "
+                           "the state file's `model_checkpoint_path`."),
+    ])
     require(found == newest and np.array_equal(restored["net/b"], saved[newest]["net/b"])
             and int(restored["step"]) == newest,
             f"after restoring, every variable (net/w, net/b, global_step) should hold run-{newest}'s values.")

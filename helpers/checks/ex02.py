@@ -11,14 +11,13 @@ import contextlib
 import os
 import tempfile
 import warnings
-from collections.abc import Iterator
-from unittest import mock
 
 import keras
 import numpy as np
 import tensorflow as tf
 
 from helpers.checks import exercise_check, require
+from helpers.checks.toolkit import call_answer, calls_recorded, folder_files, require_array
 
 V1 = tf.compat.v1
 
@@ -27,10 +26,6 @@ _B1 = np.array([0.5, -0.25, 1.5], np.float32)
 _W2 = np.array([[2.0, -1.0], [-0.5, 1.5], [1.0, 0.75]], np.float32)
 _B2 = np.array([0.25, -0.75], np.float32)
 _X = np.array([[1.0, 2.0, 3.0], [0.0, -1.0, 4.0], [2.0, 0.5, -1.0]], np.float32)
-
-
-def _files(folder: str) -> dict[str, bytes]:
-    return {name: open(os.path.join(folder, name), "rb").read() for name in sorted(os.listdir(folder))}
 
 
 def _save_author_model(folder: str) -> str:
@@ -66,19 +61,10 @@ def _expected(x: np.ndarray, sign: float = 1.0, scale: float = 1.0) -> np.ndarra
     return np.maximum(x @ (sign * _W1) + sign * _B1, 0) @ (scale * _W2) + scale * _B2
 
 
-@contextlib.contextmanager
-def _session_graphs() -> Iterator[list]:
+def _session_graphs() -> contextlib.AbstractContextManager[list]:
     """Record the graph of every session run while the learner's function runs."""
-    graphs: list = []
     base_session = next(cls for cls in V1.Session.__mro__ if cls.__name__ == "BaseSession")
-    original = base_session.run
-
-    def run(self, *args, **kwargs):
-        graphs.append(self.graph)
-        return original(self, *args, **kwargs)
-
-    with mock.patch.object(base_session, "run", run):
-        yield graphs
+    return calls_recorded(base_session, "run", lambda session, *args, **kwargs: session.graph)
 
 
 @exercise_check("02.1")
@@ -87,10 +73,10 @@ def check_run_from_collections(run_from_collections) -> str:
     with tempfile.TemporaryDirectory() as folder:
         prefix = _save_author_model(folder)
         for x in (_X.copy(), _X[1:2].copy()):  # the second input is one row: np.squeeze would show
-            before = _files(folder)
+            before = folder_files(folder)
             with _session_graphs() as graphs:
                 result = run_from_collections(prefix, x)
-            after = _files(folder)
+            after = folder_files(folder)
             _check_output(result, x, after == before)
             require(not any(graph is earlier for graph in graphs for earlier in earlier_graphs),
                     "a second call ran in the graph of the first: import the .meta into a new graph on "
@@ -110,34 +96,24 @@ def _check_output(result, x: np.ndarray, files_unchanged: bool) -> None:
     require(isinstance(result, np.ndarray),
             f"you returned a {type(result).__name__}: return the NumPy array that `sess.run(output, ...)` "
             "gives, as it is.")
-    expected = _expected(x)
-    require(
-        result.shape == expected.shape,
-        f"for x of shape {x.shape}, expected an array of shape {expected.shape}, got {result.shape}: run the "
-        "tensor from the 'outputs' collection, fed through the one in 'inputs', and return it unreshaped",
-    )
-    require(result.dtype == np.float32,
-            f"the result is {result.dtype}; the model computes float32: return what `sess.run` gives, "
-            "unconverted.")
-    require(
-        not np.allclose(result, -1.0),
-        "you ran a tensor called 'logits', which this model uses as a decoy: "
-        "find the output with V1.get_collection('outputs')[0]",
-    )
-    require(
-        not np.allclose(result, 0.0),
-        "the weights look freshly initialized (all zeros): restore them with the Saver "
-        "that import_meta_graph returns, saver.restore(sess, prefix)",
-    )
-    require(
-        not np.allclose(result, _expected(x, -1.0, 2.0), atol=1e-5),
-        "you restored another checkpoint of the folder, the newest its state file names: restore "
-        "`prefix` itself, the checkpoint you are given.",
-    )
-    require(
-        np.allclose(result, expected, atol=1e-5),
-        f"expected {np.round(expected, 3).tolist()}, got {np.round(result, 3).tolist()}: feed x to the "
-        "placeholder from the 'inputs' collection and restore every variable",
+    expected = _expected(x)  # float32, as the model computes
+    require_array(
+        result, expected,
+        shape_hint=f"for x of shape {x.shape}, expected an array of shape {expected.shape}, got {result.shape}: "
+                   "run the tensor from the 'outputs' collection, fed through the one in 'inputs', and return "
+                   "it unreshaped",
+        dtype_hint=f"the result is {result.dtype}; the model computes float32: return what `sess.run` gives, "
+                   "unconverted.",
+        mistakes=[
+            (-1.0, "you ran a tensor called 'logits', which this model uses as a decoy: "
+                   "find the output with V1.get_collection('outputs')[0]"),
+            (0.0, "the weights look freshly initialized (all zeros): restore them with the Saver "
+                  "that import_meta_graph returns, saver.restore(sess, prefix)"),
+            (_expected(x, -1.0, 2.0), "you restored another checkpoint of the folder, the newest its state file "
+                                      "names: restore `prefix` itself, the checkpoint you are given.", 1e-5),
+        ],
+        values_hint=f"expected {np.round(expected, 3).tolist()}, got {np.round(result, 3).tolist()}: feed x to "
+                    "the placeholder from the 'inputs' collection and restore every variable",
     )
 
 
@@ -172,7 +148,7 @@ def check_import_with_new_input(import_with_new_input) -> str:
     raw_values = np.array([[255.0, 0.0, 51.0], [102.0, 204.0, 255.0]], np.float32)
     with tempfile.TemporaryDirectory() as folder:
         meta_path = _save_unit_model(folder)
-        before = _files(folder)
+        before = folder_files(folder)
         with tf.Graph().as_default() as graph:
             _decoy_model()
             raw = V1.placeholder(tf.float32, [None, 3], name="raw")
@@ -200,23 +176,15 @@ def check_import_with_new_input(import_with_new_input) -> str:
             )
             require(isinstance(saver, V1.train.Saver), "the second item should be the Saver import_meta_graph returned")
             with V1.Session() as sess:
-                try:
-                    saver.restore(sess, meta_path[: -len(".meta")])
-                except (tf.errors.NotFoundError, tf.errors.InvalidArgumentError, ValueError):
-                    require(
-                        False,
-                        "your Saver cannot restore the model's checkpoint (saved without a scope) into "
-                        "net/: return the Saver that import_meta_graph returned, not a new one",
-                    )
-                try:
-                    result = sess.run(y, {raw: raw_values})
-                except tf.errors.InvalidArgumentError:
-                    require(
-                        False,
-                        "running the output needs a value for the old placeholder 'net/x': plug your "
-                        "tensor in its place with input_map={'x:0': raw / 255.0}",
-                    )
-        after = _files(folder)
+                call_answer(lambda: saver.restore(sess, meta_path[: -len(".meta")]),
+                            "your Saver cannot restore the model's checkpoint (saved without a scope) into "
+                            "net/: return the Saver that import_meta_graph returned, not a new one",
+                            (tf.errors.NotFoundError, tf.errors.InvalidArgumentError, ValueError))
+                result = call_answer(lambda: sess.run(y, {raw: raw_values}),
+                                     "running the output needs a value for the old placeholder 'net/x': plug "
+                                     "your tensor in its place with input_map={'x:0': raw / 255.0}",
+                                     tf.errors.InvalidArgumentError)
+        after = folder_files(folder)
     require(after == before, "your function changed the saved files: it should only read them")
     expected = raw_values / 255.0 @ _W2 + _B2
     require(

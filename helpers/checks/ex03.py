@@ -15,12 +15,12 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
-from unittest import mock
 
 import numpy as np
 import tensorflow as tf
 
 from helpers.checks import Hint, exercise_check, require
+from helpers.checks.toolkit import Case, calls_recorded, require_cases
 
 V1 = tf.compat.v1
 
@@ -62,35 +62,29 @@ def check_vote(vote) -> str:
         )
         return result.astype(int).tolist()
 
-    # two members vote 0 with little confidence, one votes 1 with full confidence
-    require(
-        ask([[[0.55, 0.45]], [[0.55, 0.45]], [[0.0, 1.0]]]) == [0],
-        "with votes 0, 0, 1 the majority is 0; you returned 1, the class with the highest "
-        "mean probability (soft voting). Count each member's most probable class instead",
-    )
-    # one vote each for 0 and 1: the tie goes to the higher mean probability, 1
-    require(
-        ask([[[0.6, 0.4, 0.0]], [[0.1, 0.9, 0.0]]]) == [1],
-        "a tie (one vote for 0, one for 1) should go to the class with the higher mean probability, "
-        "here 1 (mean 0.65 vs 0.35); counting alone picks the smallest label",
-    )
-    # class 2 has the highest mean probability but no vote: only the tied classes compete
-    require(
-        ask([[[0.4, 0.0, 0.35, 0.25]], [[0.0, 0.4, 0.35, 0.25]]]) == [0],
-        "only the classes tied for the most votes compete in the tie-break: here 0 and 1 (one vote "
-        "each, equal mean 0.2), so the smallest of them, 0; class 2 got no vote",
-    )
-    # a tie in votes AND in mean probability: the smallest label
-    require(
-        ask([[[0.3, 0.7]], [[0.7, 0.3]]]) == [0],
-        "votes 1 and 0, mean probabilities equal (0.5 each): the smallest label, 0, should win",
-    )
     rng = np.random.default_rng(3)
     probabilities = rng.dirichlet(np.ones(4), size=(5, 9)).astype(np.float32)
     expected = _reference_vote(probabilities)
-    require(ask(probabilities) == expected, f"on 5 members x 9 examples x 4 classes expected {expected}")
-    require(ask(probabilities[:1]) == probabilities[0].argmax(-1).tolist(),
-            "with a single member the vote is that member's most probable class")
+    require_cases(ask, [
+        # two members vote 0 with little confidence, one votes 1 with full confidence
+        Case([[[0.55, 0.45]], [[0.55, 0.45]], [[0.0, 1.0]]], [0],
+             "with votes 0, 0, 1 the majority is 0; you returned 1, the class with the highest "
+             "mean probability (soft voting). Count each member's most probable class instead"),
+        # one vote each for 0 and 1: the tie goes to the higher mean probability, 1
+        Case([[[0.6, 0.4, 0.0]], [[0.1, 0.9, 0.0]]], [1],
+             "a tie (one vote for 0, one for 1) should go to the class with the higher mean probability, "
+             "here 1 (mean 0.65 vs 0.35); counting alone picks the smallest label"),
+        # class 2 has the highest mean probability but no vote: only the tied classes compete
+        Case([[[0.4, 0.0, 0.35, 0.25]], [[0.0, 0.4, 0.35, 0.25]]], [0],
+             "only the classes tied for the most votes compete in the tie-break: here 0 and 1 (one vote "
+             "each, equal mean 0.2), so the smallest of them, 0; class 2 got no vote"),
+        # a tie in votes AND in mean probability: the smallest label
+        Case([[[0.3, 0.7]], [[0.7, 0.3]]], [0],
+             "votes 1 and 0, mean probabilities equal (0.5 each): the smallest label, 0, should win"),
+        Case(probabilities, expected, f"on 5 members x 9 examples x 4 classes expected {expected}"),
+        Case(probabilities[:1], probabilities[0].argmax(-1).tolist(),
+             "with a single member the vote is that member's most probable class"),
+    ])
     return "majority vote over the members; ties by mean probability, then the smallest label"
 
 
@@ -174,17 +168,13 @@ def _check_assignment_map(assignment_map, ckpt_scope: str) -> None:
 
 @exercise_check("03.2")
 def check_build_ensemble(build_ensemble) -> str:
-    real_init = V1.train.init_from_checkpoint
-
-    def watched_init(ckpt_dir_or_file, assignment_map):
-        _check_assignment_map(assignment_map, _CKPT_SCOPE)
-        return real_init(ckpt_dir_or_file, assignment_map)
-
     with tempfile.TemporaryDirectory() as folder:
         prefixes = _save_scoped_members(folder)
         with tf.Graph().as_default():
             x = V1.placeholder(tf.float32, name="x")
-            with mock.patch.object(V1.train, "init_from_checkpoint", watched_init):
+            # each map is checked as the answer hands it in, before init_from_checkpoint takes it
+            with calls_recorded(V1.train, "init_from_checkpoint", lambda ckpt_dir_or_file, assignment_map:
+                                _check_assignment_map(assignment_map, _CKPT_SCOPE)):
                 outputs = build_ensemble(_build_normalized_affine, prefixes, x, _CKPT_SCOPE)
             require(
                 isinstance(outputs, (list, tuple)) and len(outputs) == _MEMBERS,

@@ -13,6 +13,7 @@ import numpy as np
 import tensorflow as tf
 
 from helpers.checks import exercise_check, require
+from helpers.checks.toolkit import call_answer
 
 V1 = tf.compat.v1
 
@@ -210,11 +211,10 @@ def check_clone_trained(clone_trained) -> str:
             "your function changed the original network's weights: copy from the original to the copy "
             "(new.assign(old)), not the other way",
         )
-        try:
-            original, copied = sess.run([y, new_y], {x: batch, new_x: batch})
-        except tf.errors.FailedPreconditionError:
-            require(False, "the copy's variables have no value: run their initializer in sess, then assign "
-                           "the original's current values to them")
+        original, copied = call_answer(lambda: sess.run([y, new_y], {x: batch, new_x: batch}),
+                                       "the copy's variables have no value: run their initializer in sess, then "
+                                       "assign the original's current values to them",
+                                       tf.errors.FailedPreconditionError)
         require(np.allclose(original, copied, atol=1e-6),
                 "the copy does not compute what the trained original computes: after running the copy's "
                 "initializer, assign each original variable's current value to its copy (biases too)")

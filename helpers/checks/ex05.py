@@ -13,6 +13,7 @@ import numpy as np
 import tensorflow as tf
 
 from helpers.checks import Hint, exercise_check, require
+from helpers.checks.toolkit import same_arrays
 
 V1 = tf.compat.v1
 
@@ -232,7 +233,7 @@ def _run_sync(make_hard_sync, src, dst, scopes):
             changed = sorted(v.op.name for v, value in outside if not np.array_equal(sess.run(v), value))
     require(not changed, f"the op also changed {changed[:1]}, a variable outside both scopes: it must write "
                          "into dst_scope/ and nothing else.")
-    require(not any(_same({k: after[dst][k]}, {k: initial[src][k]}) for k in initial[src] if k in after[dst]),
+    require(not any(same_arrays({k: after[dst][k]}, {k: initial[src][k]}) for k in initial[src] if k in after[dst]),
             _INITIAL_VALUE)
     return before, after
 
@@ -243,10 +244,6 @@ _INITIAL_VALUE = Hint(
     "assign the variable itself, read when the op runs: `dst.assign(src)` (or `src.read_value()`), not "
     "`src.initial_value`.",
     kind="initial value")
-
-
-def _same(a, b) -> bool:
-    return a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
 
 
 @exercise_check("05.4")
@@ -263,12 +260,12 @@ def check_make_hard_sync(make_hard_sync) -> str:
     for src, dst, scopes, other in (("actor_target", "actor", backward, "actor_old"),
                                      ("q", "q_target", forward, "q_old")):
         before, after = _run_sync(make_hard_sync, src, dst, scopes)
-        require(_same(after[src], before[src]),
+        require(same_arrays(after[src], before[src]),
                 f"the source {src}/ changed: copy from src_scope into dst_scope, not the other way")
-        require(_same(after[other], before[other]),
+        require(same_arrays(after[other], before[other]),
                 f"{other}/ changed: write only into the destination scope (filter with the scope "
                 "followed by '/': 'actor' alone also matches 'actor_old/')")
-        require(not _same(after[dst], before[dst]), f"nothing under {dst}/ changed: run-time assigns are "
+        require(not same_arrays(after[dst], before[dst]), f"nothing under {dst}/ changed: run-time assigns are "
                 "needed (variable.assign(...)), grouped into one op")
         wrong = sorted(k for k in after[src] if not np.array_equal(after[dst].get(k), after[src][k]))
         require(wrong != ["stats/moving_mean"],

@@ -9,18 +9,17 @@ and the checks verify that the source checkpoint is left as it was.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import tempfile
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 
 import keras
 import numpy as np
 import tensorflow as tf
 
 from helpers.checks import Hint, exercise_check, quote, require
+from helpers.checks.toolkit import call_answer, folder_files, must_raise, working_folder
 
 __all__ = ["Net", "check_restore_for_inference", "check_restore_hidden_layer", "check_train_and_keep"]
 
@@ -62,34 +61,23 @@ def _train_checkpoint(folder: str, seed: int = 1) -> tuple[str, Net]:
     return path, net
 
 
-def _files(folder: str) -> dict[str, bytes]:
-    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(Path(folder).rglob("*")) if p.is_file()}
-
-
 @exercise_check("06.3")
 def check_restore_hidden_layer(restore_hidden_layer: Callable[[str], keras.layers.Dense]) -> str:
     with tempfile.TemporaryDirectory() as folder:
         path, net = _train_checkpoint(folder)
-        before = _files(folder)
-        try:
-            layer = restore_hidden_layer(path)
-        except AssertionError as error:
-            require(
-                False,
-                "your function raised on a good checkpoint: it also holds the out layer and the optimizer, "
-                "which one layer does not use, so assert_consumed() fails. Use expect_partial() (after "
-                f"assert_existing_objects_matched(), once built). TensorFlow: {quote(error, 56)}",
-            )
+        before = folder_files(folder)
+        layer = call_answer(lambda: restore_hidden_layer(path), lambda error: (
+            "your function raised on a good checkpoint: it also holds the out layer and the optimizer, "
+            "which one layer does not use, so assert_consumed() fails. Use expect_partial() (after "
+            f"assert_existing_objects_matched(), once built). TensorFlow: {quote(error, 56)}"), AssertionError)
         require(
             isinstance(layer, keras.layers.Dense),
             f"restore_hidden_layer should return a keras.layers.Dense, got {type(layer).__name__}",
         )
         if not layer.built:
-            try:
-                layer(tf.ones((1, 3)))
-            except ValueError as error:
-                require(False, "the returned layer cannot take the saved hidden layer's values when built for "
-                        f"3 inputs ({quote(error, 100)}): make Dense(4)")
+            call_answer(lambda: layer(tf.ones((1, 3))), lambda error: (
+                "the returned layer cannot take the saved hidden layer's values when built for "
+                f"3 inputs ({quote(error, 100)}): make Dense(4)"), ValueError)
         require(
             tuple(layer.kernel.shape) == (3, 4),
             f"the layer's kernel has shape {tuple(layer.kernel.shape)}; the saved 'hidden' layer has (3, 4): "
@@ -107,7 +95,7 @@ def check_restore_hidden_layer(restore_hidden_layer: Callable[[str], keras.layer
             "the layer holds the right values but answers differently from the saved hidden layer: "
             "the exercise asks for Dense(4, activation=\"relu\")",
         )
-        require(_files(folder) == before, "your function changed the checkpoint's files: only read them")
+        require(folder_files(folder) == before, "your function changed the checkpoint's files: only read them")
     return "the returned Dense(4, relu) holds model.hidden's saved kernel and bias; the file is unchanged"
 
 
@@ -122,39 +110,32 @@ _NOT_RESTORED = Hint(
 def check_restore_for_inference(restore_for_inference: Callable) -> str:
     with tempfile.TemporaryDirectory() as folder:
         path, net = _train_checkpoint(folder)
-        before = _files(folder)
+        before = folder_files(folder)
         made = []
 
         def make_model() -> Net:
             made.append(_built_net(seed=7))
             return made[-1]
 
-        try:
-            model = restore_for_inference(path, make_model)
-        except AssertionError as error:
-            require("not bound to checkpointed values" not in str(error), _NOT_RESTORED)
-            require(False, Hint(
+        model = call_answer(lambda: restore_for_inference(path, make_model), lambda error: (
+            _NOT_RESTORED if "not bound to checkpointed values" in str(error) else Hint(
                 "your function raised on a good training checkpoint: it also holds the optimizer's values, "
                 "which inference does not need. Which assertion allows those? (section 5, \"What each "
                 f"assertion catches\"). TensorFlow said: {quote(error, 70)}",
                 "use status.assert_existing_objects_matched() (every variable of the model got a value), "
                 "not assert_consumed() (every value of the file was used).",
-                kind="raised on a good checkpoint"))
+                kind="raised on a good checkpoint")), AssertionError)
         require(len(made) == 1 and model is made[0],
                 "restore_for_inference should call make_model() once and return that model, restored")
         require(
             all(np.allclose(a.numpy(), b.numpy()) for a, b in zip(model.weights, net.weights))
             and np.allclose(model(X).numpy(), net(X).numpy()), _NOT_RESTORED)
-        require(_files(folder) == before, "your function changed the checkpoint's files: only read them")
+        require(folder_files(folder) == before, "your function changed the checkpoint's files: only read them")
 
         no_out = tf.train.Checkpoint(model=_built_net(seed=3, with_out=False)).save(os.path.join(folder, "a", "ckpt"))
         other_edge = tf.train.Checkpoint(net=_built_net(seed=4)).save(os.path.join(folder, "b", "ckpt"))
         for bad, what in ((no_out, "without the 'out' layer"), (other_edge, "saved under the edge 'net'")):
-            try:
-                restore_for_inference(bad, make_model)
-            except Exception:  # noqa: BLE001 - the prompt asks for an error, of any type
-                continue
-            require(False, Hint(
+            must_raise(lambda: restore_for_inference(bad, make_model), Hint(  # an error of any type
                 f"a checkpoint {what} was accepted silently, leaving some of the model's variables with "
                 "their random values: which assertion raises then? (section 5, \"What each assertion "
                 "catches\")",
@@ -187,18 +168,6 @@ def _latest_deleted(directory: str) -> bool:
 _CHECKPOINT_FILE = re.compile(r"\.(index|data-\d+-of-\d+)$")
 
 
-@contextlib.contextmanager
-def _working_folder(folder: str) -> Iterator[None]:
-    """Run the block with ``folder`` (created) as the current folder; the previous one is restored after."""
-    os.makedirs(folder, exist_ok=True)
-    previous = os.getcwd()
-    os.chdir(folder)
-    try:
-        yield
-    finally:
-        os.chdir(previous)
-
-
 @exercise_check("06.1")
 def check_train_and_keep(train_and_keep: Callable) -> str:
     for steps, keep in ((6, 2), (4, 3), (12, 3)):  # 12 steps: ckpt-10 sorts before ckpt-9 by name
@@ -220,7 +189,7 @@ def check_train_and_keep(train_and_keep: Callable) -> str:
                 counter.assign_add(1)
                 weights.assign(weights * 2.0)
 
-            with _working_folder(os.path.join(folder, "cwd")):  # a relative path lands here
+            with working_folder(os.path.join(folder, "cwd")):  # a relative path lands here
                 latest = train_and_keep(step_fn, checkpoint, directory, steps, keep)
             require(not os.listdir(os.path.join(folder, "cwd")),
                     "your function wrote into the current folder: write only under the `directory` it is given")

@@ -15,13 +15,13 @@ import os
 import shutil
 import tempfile
 from collections.abc import Callable
-from pathlib import Path
 
 import keras
 import numpy as np
 import tensorflow as tf
 
 from helpers.checks import exercise_check, quote, require
+from helpers.checks.toolkit import call_answer, files_unchanged, must_raise
 from helpers.migration import checkpoint_format, restore_name_based
 
 __all__ = [
@@ -102,10 +102,6 @@ def _reference_map(model: keras.Sequential) -> dict:
     return {"layer1/weights": l1.kernel, "layer1/biases": l1.bias, "layer2/weights": l2.kernel, "layer2/biases": l2.bias}
 
 
-def _files(folder: str) -> dict[str, bytes]:
-    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(Path(folder).rglob("*")) if p.is_file()}
-
-
 def _same_weights(model: keras.Model, values: list[np.ndarray]) -> bool:
     return all(np.array_equal(v.numpy(), w) for v, w in zip(model.weights, values))
 
@@ -160,66 +156,52 @@ def check_load_any(load_any: Callable) -> str:
         other_trained = _trained_keras(seed=6, name="other_mlp")
         meta_tf2_path = tf.train.Checkpoint(model=other_trained).save(os.path.join(folder, "tf2_meta", "model"))
         shutil.copy(tf1_path + ".meta", meta_tf2_path + ".meta")
-        before = _files(folder)
-
-        model = make_keras_mlp(name="mlp_a")
-        try:
-            kind = load_any(tf1_path, model, _reference_map(model))
-        except AssertionError as error:
-            require(False, f"your function failed an assertion on a good TF1 checkpoint ({quote(error, 60)}): "
-                           "a restore status's assertions are for TF2 files; tell the format with "
-                           "checkpoint_format(ckpt_path) first.")
-        require(
-            np.allclose(model(X).numpy(), answers, atol=1e-5),
-            "after loading the TF1 checkpoint the model does not answer like the TF1 network: "
-            "tf.train.Checkpoint(...).restore() on a name-based file restores nothing into Keras 3 layers. "
-            "Check checkpoint_format(ckpt_path) and use restore_name_based with the name map.",
-        )
-        require(kind == "name-based", f"for the TF1 checkpoint load_any should return 'name-based', got {kind!r}")
-
-        for path, expected, label in ((bare_tf1_path, bare_answers, "a TF1 checkpoint saved without a .meta"),
-                                      (meta_tf2_path, other_trained(X).numpy(), "a TF2 checkpoint with a .meta")):
-            model = make_keras_mlp(name="mlp_d")
-            hint = ("tell the format with checkpoint_format(ckpt_path), not by the files beside the checkpoint "
-                    "or by its name.")
-            try:  # raising is part of the task (on an incomplete file), so a raise here gets the hint
-                kind = load_any(path, model, _reference_map(model))
-            except Exception as error:  # noqa: BLE001
-                require(False, f"your function raised {type(error).__name__} on {label} beside it: {hint}")
-            require(np.allclose(model(X).numpy(), expected, atol=1e-5) and kind == checkpoint_format(path),
-                    f"{label} beside it was not loaded (or its format not returned): {hint}")
-
-        model = make_keras_mlp(name="mlp_b")
-        try:
-            kind = load_any(tf2_path, model, _reference_map(model))
-        except AssertionError as error:
+        with files_unchanged(folder, "load_any changed the checkpoint files it read: only read them"):
+            model = make_keras_mlp(name="mlp_a")
+            kind = call_answer(lambda: load_any(tf1_path, model, _reference_map(model)), lambda error: (
+                f"your function failed an assertion on a good TF1 checkpoint ({quote(error, 60)}): "
+                "a restore status's assertions are for TF2 files; tell the format with "
+                "checkpoint_format(ckpt_path) first."), AssertionError)
             require(
-                False,
+                np.allclose(model(X).numpy(), answers, atol=1e-5),
+                "after loading the TF1 checkpoint the model does not answer like the TF1 network: "
+                "tf.train.Checkpoint(...).restore() on a name-based file restores nothing into Keras 3 layers. "
+                "Check checkpoint_format(ckpt_path) and use restore_name_based with the name map.",
+            )
+            require(kind == "name-based", f"for the TF1 checkpoint load_any should return 'name-based', got {kind!r}")
+
+            for path, expected, label in ((bare_tf1_path, bare_answers, "a TF1 checkpoint saved without a .meta"),
+                                          (meta_tf2_path, other_trained(X).numpy(), "a TF2 checkpoint with a .meta")):
+                model = make_keras_mlp(name="mlp_d")
+                hint = ("tell the format with checkpoint_format(ckpt_path), not by the files beside the checkpoint "
+                        "or by its name.")
+                # raising is part of the task (on an incomplete file), so a raise here gets the hint
+                kind = call_answer(lambda: load_any(path, model, _reference_map(model)), lambda error: (
+                    f"your function raised {type(error).__name__} on {label} beside it: {hint}"))
+                require(np.allclose(model(X).numpy(), expected, atol=1e-5) and kind == checkpoint_format(path),
+                        f"{label} beside it was not loaded (or its format not returned): {hint}")
+
+            model = make_keras_mlp(name="mlp_b")
+            kind = call_answer(
+                lambda: load_any(tf2_path, model, _reference_map(model)),
                 "your function raised on a good TF2 training checkpoint: it also holds the optimizer's values, "
                 "which loading a model does not use, so assert_consumed() fails. Use "
-                "assert_existing_objects_matched().",
+                "assert_existing_objects_matched().", AssertionError)
+            require(
+                np.allclose(model(X).numpy(), trained(X).numpy(), atol=1e-6),
+                "after loading the TF2 training checkpoint the model does not answer like the saved one: "
+                "restore it with tf.train.Checkpoint(model=model).restore(ckpt_path)",
             )
-        require(
-            np.allclose(model(X).numpy(), trained(X).numpy(), atol=1e-6),
-            "after loading the TF2 training checkpoint the model does not answer like the saved one: "
-            "restore it with tf.train.Checkpoint(model=model).restore(ckpt_path)",
-        )
-        require(kind == "object-based", f"for the TF2 checkpoint load_any should return 'object-based', got {kind!r}")
-        require(_files(folder) == before, "load_any changed the checkpoint files it read: only read them")
+            require(kind == "object-based",
+                    f"for the TF2 checkpoint load_any should return 'object-based', got {kind!r}")
 
         other = keras.Sequential([keras.Input((2,)), keras.layers.Dense(8, name="layer1")])
         other_path = tf.train.Checkpoint(model=other).save(os.path.join(folder, "other", "ckpt"))
         model = make_keras_mlp(name="mlp_c")
-        try:
-            load_any(other_path, model, _reference_map(model))
-        except Exception:  # noqa: BLE001 - the prompt asks for an error, of any type
-            pass
-        else:
-            require(
-                False,
-                "a TF2 checkpoint without layer2 was accepted silently: call "
-                "assert_existing_objects_matched() on the status that restore() returns",
-            )
+        must_raise(  # the prompt asks for an error, of any type
+            lambda: load_any(other_path, model, _reference_map(model)),
+            "a TF2 checkpoint without layer2 was accepted silently: call "
+            "assert_existing_objects_matched() on the status that restore() returns")
     return ("TF1 checkpoints (with Adam's extra names; with and without a .meta) and TF2 checkpoints (a "
             "training one; one with a .meta beside it) all load, the right format is returned, and a TF2 "
             "checkpoint missing a layer raises")
@@ -257,10 +239,8 @@ def check_export_for_tf1(export_for_tf1: Callable) -> str:
             f"{odd[:1] if odd else 'only ' + str(names)}: {cause}. Write the values under their TF1 names "
             "(helpers.migration.write_name_based).",
         )
-        try:
-            answers = _tf1_answers(path)
-        except tf.errors.OpError as error:
-            require(False, f"a TF1 Saver cannot restore the file: {error.message.splitlines()[0]}")
+        answers = call_answer(lambda: _tf1_answers(path), lambda error: (
+            f"a TF1 Saver cannot restore the file: {error.message.splitlines()[0]}"), tf.errors.OpError)
         require(
             np.allclose(answers, model(X).numpy(), atol=1e-5),
             "the TF1 network does not answer like the Keras model: check which variable each name holds "

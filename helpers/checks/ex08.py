@@ -18,6 +18,7 @@ import numpy as np
 import tensorflow as tf
 
 from helpers.checks import Hint, exercise_check, quote, require
+from helpers.checks.toolkit import call_answer
 from helpers.keras_files import NotAKerasFileError, describe_keras_file, missing_from_file
 
 __all__ = ["check_clip", "check_load_body", "check_make_checkpoint_callback", "check_normalizer"]
@@ -85,11 +86,9 @@ def check_make_checkpoint_callback(make_checkpoint_callback: Callable[[str], ker
             "name ending in .weights.h5.",
         )
         for name in names:
-            try:
-                describe_keras_file(os.path.join(folder, name))
-            except NotAKerasFileError:
-                require(False, f"{name!r} is a legacy whole-model HDF5 file, not Keras weights: a .weights.h5 name "
-                               "alone is not enough, also pass save_weights_only=True")
+            call_answer(lambda: describe_keras_file(os.path.join(folder, name)),
+                        f"{name!r} is a legacy whole-model HDF5 file, not Keras weights: a .weights.h5 name "
+                        "alone is not enough, also pass save_weights_only=True", NotAKerasFileError)
         require(
             len(names) == epochs,
             f"{epochs} epochs wrote {len(names)} file(s) ({', '.join(names)}): put the epoch number in the name, "
@@ -241,13 +240,11 @@ def check_load_body(load_body: Callable[[keras.Model, str], list[str]]) -> str:
             target = _compiled_stack(new_widths, names, -5.0)
             target.weights[0].assign(saved.weights[0])  # a value the file holds already: loading leaves it equal
             before = [v.numpy().copy() for v in target.weights]
-            try:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")  # skip_mismatch warns, with every value; the check reports instead
-                    result = load_body(target, path)
-            except ValueError as error:
-                require(False, f"for {label}, your function raised: {quote(error, 100)}. Load with "
-                               "load_weights(..., skip_mismatch=True) so that changed shapes are skipped.")
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # skip_mismatch warns, with every value; the check reports instead
+                result = call_answer(lambda: load_body(target, path), lambda error: (
+                    f"for {label}, your function raised: {quote(error, 100)}. Load with "
+                    "load_weights(..., skip_mismatch=True) so that changed shapes are skipped."), ValueError)
             require(isinstance(result, (list, tuple, set)),
                     f"load_body should return a list of variable paths; got {type(result).__name__}")
             reported = sorted(result)
@@ -327,12 +324,10 @@ def check_clip(clip_class: type) -> str:
             f"the class is registered as {registered!r}: register it with "
             "keras.saving.register_keras_serializable(package=\"exercises\")",
         )
-        try:
-            loaded = keras.saving.load_model(path)
-        except (TypeError, ValueError) as error:
-            require(False, f"load_model failed: {quote(error, 90)} get_config must return plain data "
-                           "(lists, numbers, strings) under the constructor's argument names: the base config "
-                           "plus 'bounds' as a list.")
+        loaded = call_answer(lambda: keras.saving.load_model(path), lambda error: (
+            f"load_model failed: {quote(error, 90)} get_config must return plain data "
+            "(lists, numbers, strings) under the constructor's argument names: the base config "
+            "plus 'bounds' as a list."), (TypeError, ValueError))
     layer = loaded.layers[1]
     require(type(layer) is clip_class, f"the loaded layer is a {type(layer).__name__}, not your class: "
                                        "run the cell that defines and registers it again")

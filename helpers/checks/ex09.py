@@ -7,7 +7,6 @@ what is wrong when the answer is not right.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import tempfile
@@ -19,6 +18,7 @@ import numpy as np
 import tensorflow as tf
 
 from helpers.checks import Hint, exercise_check, quote, require
+from helpers.checks.toolkit import call_answer, files_unchanged, folder_files, require_array
 
 V1 = tf.compat.v1
 
@@ -29,18 +29,6 @@ __all__ = [
     "check_frozen_base_with_head",
     "check_shares_variables",
 ]
-
-
-def _folder_digest(folder: str) -> str:
-    digest = hashlib.sha256()
-    for root, dirs, files in os.walk(folder):
-        dirs.sort()
-        for name in sorted(files):
-            path = os.path.join(root, name)
-            digest.update(os.path.relpath(path, folder).encode())
-            with open(path, "rb") as file:
-                digest.update(file.read())
-    return digest.hexdigest()
 
 
 # --------------------------------------------------------------------------- 09.1
@@ -87,34 +75,28 @@ def check_call_serving_default(call_serving_default: Callable[[str, np.ndarray],
             module = _affine_saved_model(folder, seed, input_key, output_key, n_in, n_out)
             batch = np.linspace(-1.0, 1.0, 2 * n_in).reshape(2, n_in)  # float64, as NumPy makes it
             expected = module.answer(tf.constant(batch, tf.float32)).numpy()
-            before = _folder_digest(folder)
-            result = call_serving_default(folder, batch)
-            if isinstance(result, dict):
+            with files_unchanged(folder, "the SavedModel folder changed: your function should only load it and "
+                                         "call it"):
+                result = call_serving_default(folder, batch)
+                if isinstance(result, dict):
+                    require(
+                        False,
+                        f"call_serving_default returned a dict ({sorted(result)}); return the one output's value, "
+                        f"result[{output_key!r}], as a NumPy array",
+                    )
                 require(
-                    False,
-                    f"call_serving_default returned a dict ({sorted(result)}); return the one output's value, "
-                    f"result[{output_key!r}], as a NumPy array",
+                    isinstance(result, np.ndarray),
+                    f"call_serving_default returned a {type(result).__name__}; return a NumPy array "
+                    "(a tensor's .numpy())",
                 )
-            require(
-                isinstance(result, np.ndarray),
-                f"call_serving_default returned a {type(result).__name__}; return a NumPy array "
-                "(a tensor's .numpy())",
-            )
-            require(
-                result.shape == expected.shape,
-                f"for the SavedModel with input {input_key!r} and output {output_key!r}, you returned shape "
-                f"{result.shape}, the signature answers {expected.shape}: return the output as it is (no squeeze)",
-            )
-            require(
-                np.allclose(result, expected, atol=1e-5),
-                f"for the SavedModel with input {input_key!r} and output {output_key!r}, your values are not "
-                "the serving_default signature's answer: call loaded.signatures['serving_default'] by that "
-                "name, not another signature",
-            )
-            require(
-                _folder_digest(folder) == before,
-                "the SavedModel folder changed: your function should only load it and call it",
-            )
+                require_array(
+                    result, expected,
+                    shape_hint=f"for the SavedModel with input {input_key!r} and output {output_key!r}, you "
+                               f"returned shape {result.shape}, the signature answers {expected.shape}: return the "
+                               "output as it is (no squeeze)",
+                    values_hint=f"for the SavedModel with input {input_key!r} and output {output_key!r}, your "
+                                "values are not the serving_default signature's answer: call "
+                                "loaded.signatures['serving_default'] by that name, not another signature")
     return "serving_default of two SavedModels with other keys; folders unchanged"
 
 
@@ -192,7 +174,7 @@ def check_run_tf1_signature(run_tf1_signature: Callable[[str, list, dict], dict]
 def _check_tf1_model(run_tf1_signature: Callable[[str, list, dict], dict], folder: str, cases: dict,
                      earlier: dict | None) -> None:
     """Run every tag-set of one SavedModel through the answer; ``earlier``: the model the answer ran before."""
-    before = _folder_digest(folder)
+    before = folder_files(folder)
     global_graph = V1.get_default_graph()  # the process-wide graph, outside any `with graph.as_default()`
     ops_before = len(global_graph.get_operations())
     for tags, (feeds, expected) in cases.items():
@@ -243,7 +225,7 @@ def _check_tf1_model(run_tf1_signature: Callable[[str, list, dict], dict], folde
                 "run signature_def['serving_default'] by name (not another signature), fetching "
                 "signature.outputs[key].name with every input of signature.inputs fed",
             )
-    require(_folder_digest(folder) == before, "the SavedModel folder changed: only load it and run it")
+    require(folder_files(folder) == before, "the SavedModel folder changed: only load it and run it")
 
 
 # --------------------------------------------------------------------------- 09.3
@@ -350,11 +332,9 @@ def _require_float32_input(model: keras.Model, n_inputs: int) -> None:
             f"the model's inputs are {found}: it should take one float32 input of shape (None, {n_inputs}), "
             f"e.g. keras.Input(({n_inputs},)), whatever dtype the data comes in")
     data = np.random.default_rng(4).normal(size=(3, n_inputs))  # float64
-    try:
-        got = np.asarray(model(data))
-    except (TypeError, ValueError) as error:
-        require(False, f"the model fails on float64 data (NumPy's default): {quote(error, 80)}. Its "
-                       "keras.Input should be float32, so that Keras casts what comes in")
+    got = call_answer(lambda: np.asarray(model(data)), lambda error: (
+        f"the model fails on float64 data (NumPy's default): {quote(error, 80)}. Its "
+        "keras.Input should be float32, so that Keras casts what comes in"), (TypeError, ValueError))
     require(np.allclose(got, np.asarray(model(data.astype("float32"))), atol=1e-5),
             "the model answers float64 data differently from the same data in float32: cast inputs to float32")
 
@@ -362,16 +342,16 @@ def _require_float32_input(model: keras.Model, n_inputs: int) -> None:
 def _build_head_model(frozen_base_with_head: Callable, folder: str, endpoint: str, n_inputs: int,
                       units: int) -> Any:
     """The learner's model; a TFSMLayer refusing the model's input (another width) gets the input's hint."""
-    try:
-        return frozen_base_with_head(folder, endpoint, n_inputs, units)
-    except (TypeError, ValueError) as error:
+    def refused_input(error: Exception) -> str | None:
         if "Can not cast TensorSpec" not in str(error):
-            raise
+            return None
         found = re.search(r"Can not cast TensorSpec\(shape=(\([^)]*\))", str(error))
-        require(False, f"the TFSMLayer refused your model's input of shape {found.group(1) if found else '?'}: "
-                       f"it should be one float32 input of shape (None, {n_inputs}), keras.Input((n_inputs,)) "
-                       "with the n_inputs you were given")
-        raise  # not reached
+        return (f"the TFSMLayer refused your model's input of shape {found.group(1) if found else '?'}: "
+                f"it should be one float32 input of shape (None, {n_inputs}), keras.Input((n_inputs,)) "
+                "with the n_inputs you were given")
+
+    return call_answer(lambda: frozen_base_with_head(folder, endpoint, n_inputs, units), refused_input,
+                       (TypeError, ValueError))
 
 
 @exercise_check("09.4")

@@ -21,6 +21,7 @@ import numpy as np
 import tensorflow as tf
 
 from helpers.checks import exercise_check, require
+from helpers.checks.toolkit import must_raise, same_arrays
 
 __all__ = [
     "check_keras2_keys",
@@ -122,10 +123,6 @@ def _adam_slots(values: dict[str, np.ndarray]) -> list[np.ndarray]:
 def _checkpoint_values(prefix: str) -> dict[str, np.ndarray]:
     reader = tf.train.load_checkpoint(prefix)
     return {key: reader.get_tensor(key) for key in reader.get_variable_to_shape_map()}
-
-
-def _same_files(before: dict, after: dict) -> bool:
-    return before.keys() == after.keys() and all(np.array_equal(before[k], after[k]) for k in before)
 
 
 # --------------------------------------------------------------------------- 10.1
@@ -232,7 +229,7 @@ def check_load_keras2_weights(load_keras2_weights: Callable) -> str:
         )
         require(not wrong, "these variables did not get the file's values: "
                 + ", ".join(k.removesuffix(SUFFIX) for k in wrong))
-        require(_same_files(on_disk, _checkpoint_values(prefix)), "the checkpoint file was changed: only read it")
+        require(same_arrays(on_disk, _checkpoint_values(prefix)), "the checkpoint file was changed: only read it")
 
         short = dict(values)
         for key in [k for k in values if k.startswith("layer_with_weights-2/")]:
@@ -247,12 +244,9 @@ def check_load_keras2_weights(load_keras2_weights: Callable) -> str:
         }
         for index, (problem, bad_values) in enumerate(bad_files.items()):
             bad_prefix = write_keras2_layout(bad_values, os.path.join(folder, f"bad{index}", "weights"))
-            try:
-                load_keras2_weights(bad_prefix, make_dense_net())
-            except Exception:  # noqa: BLE001 - the prompt asks for "an exception", of any type
-                continue
-            require(False, f"a checkpoint that {problem} was accepted without an error: the restore must be "
-                           "strict (every variable and every weight matched), not strict=False")
+            must_raise(lambda: load_keras2_weights(bad_prefix, make_dense_net()),  # "an exception", of any type
+                       f"a checkpoint that {problem} was accepted without an error: the restore must be "
+                       "strict (every variable and every weight matched), not strict=False")
     return ("every variable came in, BatchNormalization's moving statistics too, the file was only read, "
             "and three mismatched checkpoints raised")
 

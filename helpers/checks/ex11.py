@@ -20,6 +20,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from helpers.checks.toolkit import call_answer
 from helpers.checks import Hint, exercise_check, require
 from helpers.resume import _walk, state_table
 
@@ -251,13 +252,12 @@ def check_save_sharded(save_sharded: Callable) -> str:
                     f"with max_shard_mib={limit} a data file holds {largest} bytes, more than {limit} MiB = "
                     f"{int(limit * 2**20)} bytes: max_shard_size is in bytes, so multiply by 2**20")
             fresh = {name: tf.Variable(tf.zeros_like(v)) for name, v in variables.items()}
-            try:
-                tf.train.Checkpoint(**fresh).read(os.fspath(path)).assert_existing_objects_matched()
-            except (tf.errors.OpError, ValueError, AssertionError) as error:
-                shown = os.path.relpath(os.fspath(path), folder) if os.path.isabs(os.fspath(path)) else path
-                require(False, f"the path you returned, {shown!r}, does not restore: "
-                               f"{str(error).splitlines()[0][:80]}. Return what write/save returns (save adds "
-                               "a number to the prefix).")
+            shown = os.path.relpath(os.fspath(path), folder) if os.path.isabs(os.fspath(path)) else path
+            call_answer(lambda: tf.train.Checkpoint(**fresh).read(os.fspath(path)).assert_existing_objects_matched(),
+                        lambda error: (f"the path you returned, {shown!r}, does not restore: "
+                                       f"{str(error).splitlines()[0][:80]}. Return what write/save returns (save "
+                                       "adds a number to the prefix)."),
+                        (tf.errors.OpError, ValueError, AssertionError))
             for name, value in before.items():
                 require(np.array_equal(fresh[name].numpy(), value),
                         f"the restored {name!r} differs from the saved values: save `checkpoint` itself")
@@ -417,13 +417,10 @@ def _check_ema_model(ema_predictions: Callable, model: keras.Model, optimizer: k
     expected = model(x).numpy()
     for variable, value in zip(model.trainable_variables, trained):
         variable.assign(value)
-    try:
-        got = ema_predictions(model, optimizer, x)
-    except ValueError as error:
-        if not _finalize_error(error):
-            raise
-        require(False, "finalize_variable_values refused a variable it has no average for: pass "
-                       "model.trainable_variables, the averages exist only for trained variables")
+    got = call_answer(lambda: ema_predictions(model, optimizer, x), lambda error: (
+        "finalize_variable_values refused a variable it has no average for: pass "
+        "model.trainable_variables, the averages exist only for trained variables"
+        if _finalize_error(error) else None), ValueError)
     require(isinstance(got, np.ndarray), f"ema_predictions should return a NumPy array, got {type(got).__name__}")
     require(got.shape == expected.shape, f"the predictions have shape {got.shape}, expected {expected.shape}: "
                                          "return what the model answers, without squeezing or reshaping it")

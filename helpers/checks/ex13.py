@@ -25,6 +25,7 @@ import numpy as np
 import tensorflow as tf
 
 from helpers.checks import CheckFailed, Hint, exercise_check, require
+from helpers.checks.toolkit import call_answer
 
 __all__ = [
     "check_call_by_keyword",
@@ -368,13 +369,10 @@ def check_hub_layer(hub_layer: Callable[[str], Any]) -> str:
         case = make_hub_module(os.path.join(folder, "text_hub_module"))
         layer = hub_layer(os.path.join(folder, "text_hub_module"))
         require(isinstance(layer, keras.layers.Layer), _not_a_keras3_layer(layer))
-        try:
-            out = layer(case["x"])
-        except (TypeError, ValueError) as error:
-            require(False, f"calling your layer on a batch of shape {case['x'].shape} raised {type(error).__name__}. "
-                           "A Hub module is called as "
-                           "module(x, training), through its __call__, not through a signature (section 5, "
-                           "'TF Hub models in Keras 3')")
+        out = call_answer(lambda: layer(case["x"]), lambda error: (
+            f"calling your layer on a batch of shape {case['x'].shape} raised {type(error).__name__}. "
+            "A Hub module is called as module(x, training), through its __call__, not through a signature "
+            "(section 5, 'TF Hub models in Keras 3')"), (TypeError, ValueError))
         if isinstance(out, dict) and len(out) == 1:
             (out,) = out.values()
         out = np.asarray(out)

@@ -20,6 +20,7 @@ import tensorflow as tf
 from google.protobuf.message import DecodeError
 
 from helpers.checks import CheckFailed, LearnerCodeError, exercise_check, require
+from helpers.checks.toolkit import call_answer, calls_recorded
 from helpers.deploy import freeze_graph, quietly
 
 __all__ = ["check_freeze_for_serving", "check_frozen_callable", "check_float16_litert"]
@@ -69,7 +70,7 @@ def _chapter_causes() -> Iterator[None]:
     Every learner-code hint (a cause matched or not) is cut to fit 300 characters with
     the wrapper's "Exercise 14.N: " prefix.
     """
-    from helpers.checks import _learner_error_hint
+    from helpers.checks import learner_error_hint
 
     try:
         yield
@@ -78,11 +79,11 @@ def _chapter_causes() -> Iterator[None]:
     except NotImplementedError as error:
         if not error.args:  # the exercise's stub, `raise NotImplementedError()`: the framework says so
             raise
-        raise LearnerCodeError(_fit(_learner_error_hint(error, frozenset()))) from error
+        raise LearnerCodeError(_fit(learner_error_hint(error, frozenset()))) from error
     except Exception as error:  # noqa: BLE001 - every error becomes a hint that fits
         text = f"{type(error).__name__}: {error}"
         cause = next((cause for pattern, cause in _CAUSES if pattern.search(text)), None)
-        hint = _learner_error_hint(error, frozenset())
+        hint = learner_error_hint(error, frozenset())
         raise LearnerCodeError(_with_cause(hint, cause) if cause else _fit(hint)) from error
 
 
@@ -113,23 +114,11 @@ def _with_cause(hint: str, cause: str, limit: int = _LIMIT) -> str:
     return _fit("\n".join([where, *kept]) + ending, limit)
 
 
-@contextlib.contextmanager
-def _sessions_counted() -> Iterator[list[int]]:
+def _sessions_counted() -> contextlib.AbstractContextManager[list[int]]:
     """Count the tf.compat.v1 sessions made in the block (the list's length)."""
     from tensorflow.python.client import session as session_module
 
-    made: list[int] = []
-    original = session_module.BaseSession.__init__
-
-    def counting(self: Any, *args: Any, **kwargs: Any) -> None:
-        made.append(1)
-        original(self, *args, **kwargs)
-
-    session_module.BaseSession.__init__ = counting
-    try:
-        yield made
-    finally:
-        session_module.BaseSession.__init__ = original
+    return calls_recorded(session_module.BaseSession, "__init__", lambda *args, **kwargs: 1)
 
 
 def _batch(n: int, n_in: int, seed: int) -> np.ndarray:
@@ -157,11 +146,9 @@ def check_freeze_for_serving(freeze_for_serving: Callable[[keras.Model, str], st
                                            "output tensor's name, a str such as 'Identity:0'")
             require(os.path.isfile(path), "no file at `path`: write the frozen GraphDef there (one file)")
             graph_def = tf.compat.v1.GraphDef()
-            try:
-                graph_def.ParseFromString(open(path, "rb").read())
-            except DecodeError:
-                require(False, "the file is not a binary GraphDef: a text .pbtxt? Write "
-                               "graph_def.SerializeToString() (tf.io.write_graph(..., as_text=False))")
+            call_answer(lambda: graph_def.ParseFromString(open(path, "rb").read()),
+                        "the file is not a binary GraphDef: a text .pbtxt? Write "
+                        "graph_def.SerializeToString() (tf.io.write_graph(..., as_text=False))", DecodeError)
             nodes = {node.name: node for node in graph_def.node}
             variables = sorted({node.op for node in graph_def.node if node.op in _VARIABLE_OPS})
             require(not variables, f"the graph still reads variables ({', '.join(variables)}): it is not "

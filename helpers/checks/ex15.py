@@ -26,6 +26,7 @@ import tensorflow as tf
 import helpers.identify
 from helpers.errors import VerificationError
 from helpers.checks import CheckFailed, Hint, exercise_check, require
+from helpers.checks.toolkit import call_answer
 
 __all__ = ["check_checkpoint_flavour", "check_keras_file_facts", "check_predict_any"]
 
@@ -442,13 +443,10 @@ def check_predict_any(predict_any: Callable[[str, np.ndarray], np.ndarray]) -> s
     with _quiet(), tempfile.TemporaryDirectory() as folder:
         x, fixtures = _predict_fixtures(folder)
         for label, (path, expected, expected16) in fixtures.items():
-            try:
-                got = predict_any(path, x.copy())
-            except VerificationError:
-                require(False, Hint(
-                    "identify(path).load() refuses a SavedModel without trust: loading one runs the functions"
-                    " it stores (section \"Code a file carries\")",
-                    "these are the course's own files: call identify(path).load(trust=True)"))
+            got = call_answer(lambda: predict_any(path, x.copy()), Hint(
+                "identify(path).load() refuses a SavedModel without trust: loading one runs the functions"
+                " it stores (section \"Code a file carries\")",
+                "these are the course's own files: call identify(path).load(trust=True)"), VerificationError)
             require(isinstance(got, np.ndarray), f"for {label} you returned a {type(got).__name__}: return "
                     "the outputs as one NumPy array (a signature returns a dict: take its one value)")
             require(got.shape == expected.shape, f"for {label} the shape is {got.shape}, expected "
