@@ -32,7 +32,7 @@ Example:
     >>> info.kind
     'legacy-h5-model'
     >>> print(identify("tests/data/tf215/functional_bn.weights.h5").verify())
-    verified: 8 model weights and 0 optimizer values, ... bytes
+    verified: 10 model weights and 13 optimizer values, 808 bytes
 
 From a shell: ``python -m helpers PATH [--verify [--trust]] [--json]``.
 """

@@ -154,7 +154,10 @@ class Identification:
         nothing is run.
 
         Example:
-            >>> model = identify("tests/data/tf215/sequential.h5").load()   # doctest: +SKIP
+            >>> from helpers.identify import identify
+            >>> model = identify("tests/data/keras315/functional_bn.h5").load()
+            >>> type(model).__name__, model.name
+            ('Functional', 'functional_bn_k3')
         """
         if not self.is_model:
             raise NotAModelFileError(self.path, self.reason)
@@ -175,7 +178,10 @@ class Identification:
         verified (``.partial``).
 
         Example:
-            >>> print(identify("tests/data/tf215/tf_module").verify())      # doctest: +SKIP
+            >>> from helpers.identify import identify
+            >>> print(identify("tests/data/tf215/tf_module").verify())
+            not verified: nothing was run: ...
+            >>> print(identify("tests/data/tf215/tf_module").verify(trust=True))
             verified: signatures serving_default(x)
         """
         if not self.is_model:

@@ -6,9 +6,11 @@ Keras 2, otherwise a plain ``tf.Module``. Reads the index and the object graph t
 ``helpers.inspection`` and ``helpers.object_graph`` (TensorFlow's checkpoint reader).
 
 Example:
-    >>> info = read_prefix("tests/data/tf215/tfckpt_noopt/ckpt")
-    >>> info.kind, info.holds["optimizer state"]
-    ('tf1-checkpoint', False)
+    >>> info = read_prefix("tests/data/tf215-graph/graph/model")
+    >>> info.kind, info.written_by, info.holds["graph (.meta) beside it"]
+    ('tf1-checkpoint', {'TensorFlow': '2.15.1'}, True)
+    >>> read_prefix("tests/data/tf215/tfckpt_noopt/ckpt").kind
+    'checkpoint-keras2'
 """
 
 from __future__ import annotations

@@ -1,7 +1,9 @@
 """Reader: a TF1 ``.meta`` file (a MetaGraphDef: the graph, not the values).
 
 Example:
-    >>> info = read_meta_graph("tests/data/tf215-graph/graph/model.ckpt.meta")  # doctest: +SKIP
+    >>> info = read_meta_graph("tests/data/tf215-graph/graph/model.meta")
+    >>> info.kind, info.written_by, info.holds
+    ('meta-graph', {'TensorFlow': '2.15.1'}, {'variables in the graph': 23, 'checkpoint beside it': True})
 """
 
 from __future__ import annotations

@@ -1,8 +1,16 @@
 """Reader: a sharded-weights index (``.weights.json``, ``save_weights(..., max_shard_size=)``).
 
 Example:
-    >>> read_sharded("notes.weights.json").reason
-    "a .weights.json that is not a sharded-weights index ([Errno 2] No such file or directory: 'notes.weights.json')"
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     index = os.path.join(folder, "model.weights.json")
+    ...     with open(index, "w") as file:
+    ...         json.dump({"weight_map": {"dense/vars": "model_00000.weights.h5"}}, file)
+    ...     info = read_sharded(index)
+    >>> info.kind, info.holds["shards"]
+    ('sharded-weights', ['model_00000.weights.h5'])
+    >>> info.traps[0][:70]
+    'shard file(s) missing beside the index: model_00000.weights.h5: load_w'
 """
 
 from __future__ import annotations
