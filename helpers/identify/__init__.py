@@ -137,7 +137,7 @@ def _is_link_loop(path: str) -> bool:
 
 def _folder(folder: str) -> Identification:
     names = set(os.listdir(folder))
-    reader = reader_for_folder(names)
+    reader = reader_for_folder(folder, names)
     if reader is not None:
         return reader.read(folder)
     keras = sorted(n for n in names if n.endswith((".keras", ".weights.h5", ".weights.json", ".h5")))

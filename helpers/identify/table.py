@@ -11,7 +11,7 @@ Example:
     ['tflite', 'keras-zip', 'hdf5']
     >>> reader_for_file("model.weights.json", b"{").name
     'sharded-weights'
-    >>> reader_for_folder({"saved_model.pb", "variables"}).name
+    >>> reader_for_folder("model", {"saved_model.pb", "variables"}).name
     'savedmodel'
 """
 
@@ -42,7 +42,8 @@ class Reader:
     ``kinds``: the ``KINDS`` it answers with (besides ``not-a-model``). A file is taken by its
     ``magic`` (``(offset, bytes)`` pairs: any one matching), else by its name's ``suffixes``
     or, failing those, by ``sniff(path)``; a folder by the ``folder_names`` it holds, or a
-    file in it ending in one of ``folder_suffixes``. A file named as in ``names_its_folder``
+    file in it ending in one of ``folder_suffixes``, or by ``folder_sniff(folder)`` (a layout that
+    needs a look inside: step folders, a manifest). A file named as in ``names_its_folder``
     (``saved_model.pb``) is answered for its folder, with ``folder_note`` as the first trap.
     """
 
@@ -54,6 +55,7 @@ class Reader:
     sniff: Callable[[str], bool] | None = None
     folder_names: tuple[str, ...] = ()
     folder_suffixes: tuple[str, ...] = ()
+    folder_sniff: Callable[[str], bool] | None = None
     names_its_folder: tuple[str, ...] = ()
     folder_note: str = ""
 
@@ -70,10 +72,11 @@ class Reader:
         """Whether the file at ``path`` is this reader's by its name, or by sniffing it."""
         return path.endswith(self.suffixes) or bool(self.sniff and self.sniff(path))
 
-    def takes_folder(self, names: Collection[str]) -> bool:
-        """Whether a folder holding ``names`` is this reader's."""
+    def takes_folder(self, folder: str, names: Collection[str]) -> bool:
+        """Whether ``folder``, holding ``names``, is this reader's."""
         return any(name in names for name in self.folder_names) or any(
-            name.endswith(self.folder_suffixes) for name in names)
+            name.endswith(self.folder_suffixes) for name in names) or bool(
+            self.folder_sniff and self.folder_sniff(folder))
 
 
 HDF5_MAGIC = b"\x89HDF\r\n\x1a\n"
@@ -110,10 +113,10 @@ def reader_for_file(path: str, head: bytes) -> Reader | None:
     return None
 
 
-def reader_for_folder(names: Collection[str]) -> Reader | None:
-    """The first reader that takes a folder holding ``names``, else None."""
+def reader_for_folder(folder: str, names: Collection[str]) -> Reader | None:
+    """The first reader that takes ``folder``, which holds ``names``, else None."""
     for reader in READERS:
-        if reader.takes_folder(names):
+        if reader.takes_folder(folder, names):
             return reader
     return None
 
