@@ -18,7 +18,7 @@ from typing import Any
 
 from helpers.identify.answer import code_tail
 
-__all__ = ["LAMBDA_NOTE", "MODEL_REPORT", "TFSM_NOTE", "class_configs", "custom_classes", "has_lambda_code",
+__all__ = ["KERAS_CLASS_NAMES", "LAMBDA_NOTE", "MODEL_REPORT", "TFSM_NOTE", "class_configs", "custom_classes", "has_lambda_code",
            "has_tfsm_layer", "keras_module"]
 
 LAMBDA_NOTE = ("# A Lambda holds Python bytecode: safe_mode (the default) refuses it. safe_mode=False\n"
@@ -80,3 +80,43 @@ def has_lambda_code(config: Any) -> bool:
             return True
     return False
 
+
+
+# Class names Keras 3.15 itself provides (keras.layers, initializers, regularizers, constraints,
+# optimizers; helpers.keras2.legacy_custom_objects; the model classes): a configuration naming only
+# these needs no custom class, which is known without importing Keras (and TensorFlow with it).
+# tests/test_identify_light.py checks this list against the Keras installed.
+KERAS_CLASS_NAMES = frozenset("""
+    Activation ActivityRegularization Adadelta Adafactor Adagrad Adam AdamW Adamax
+    AdaptiveAveragePooling1D AdaptiveAveragePooling2D AdaptiveAveragePooling3D AdaptiveMaxPooling1D
+    AdaptiveMaxPooling2D AdaptiveMaxPooling3D Add AdditiveAttention AlphaDropout Attention AugMix
+    AutoContrast Average AveragePooling1D AveragePooling2D AveragePooling3D AvgPool1D AvgPool2D
+    AvgPool3D BatchNormalization Bidirectional CategoryEncoding CenterCrop Concatenate Constant
+    Constraint ContrastLimitedAdaptiveHistogramEqualization Conv1D Conv1DTranspose Conv2D
+    Conv2DTranspose Conv3D Conv3DTranspose ConvLSTM1D ConvLSTM2D ConvLSTM3D Convolution1D
+    Convolution1DTranspose Convolution2D Convolution2DTranspose Convolution3D Convolution3DTranspose
+    Cropping1D Cropping2D Cropping3D CutMix Dense DepthwiseConv1D DepthwiseConv2D Discretization Dot
+    Dropout ELU EinsumDense Embedding Equalization Flatten FlaxLayer Ftrl Functional GRU GRUCell
+    GaussianDropout GaussianNoise GlobalAveragePooling1D GlobalAveragePooling2D
+    GlobalAveragePooling3D GlobalAvgPool1D GlobalAvgPool2D GlobalAvgPool3D GlobalMaxPool1D
+    GlobalMaxPool2D GlobalMaxPool3D GlobalMaxPooling1D GlobalMaxPooling2D GlobalMaxPooling3D
+    GlorotNormal GlorotUniform GroupNormalization GroupQueryAttention HashedCrossing Hashing
+    HeNormal HeUniform Identity IdentityInitializer Initializer Input InputLayer InputSpec
+    IntegerLookup JaxLayer L1 L1L2 L2 LSTM LSTMCell Lamb Lambda Layer LayerNormalization LeakyReLU
+    LecunNormal LecunUniform Lion LossScaleOptimizer Masking MaxNorm MaxNumBoundingBoxes MaxPool1D
+    MaxPool2D MaxPool3D MaxPooling1D MaxPooling2D MaxPooling3D Maximum MelSpectrogram MinMaxNorm
+    Minimum MixUp Model MultiHeadAttention MultiOptimizer Multiply Muon Nadam NonNeg Normalization
+    Ones Optimizer OptimizerMap Orthogonal OrthogonalInitializer OrthogonalRegularizer PReLU Permute
+    Pipeline RMSNormalization RMSprop RNN RandAugment RandomBrightness RandomColorDegeneration
+    RandomColorJitter RandomContrast RandomCrop RandomElasticTransform RandomErasing RandomFlip
+    RandomGaussianBlur RandomGrayscale RandomHue RandomInvert RandomNormal RandomPerspective
+    RandomPosterization RandomRotation RandomSaturation RandomSharpness RandomShear
+    RandomTranslation RandomUniform RandomZoom ReLU Regularizer RepeatVector Rescaling Reshape
+    Resizing ReversibleEmbedding SGD STFT STFTInitializer STFTSpectrogram ScheduleFreeAdamW
+    SeparableConv1D SeparableConv2D SeparableConvolution1D SeparableConvolution2D Sequential
+    SimpleRNN SimpleRNNCell Softmax Solarization SpatialDropout1D SpatialDropout2D SpatialDropout3D
+    SpectralNormalization StackedRNNCells StringLookup Subtract TFOpLambda TFSMLayer
+    TextVectorization TimeDistributed TorchModuleWrapper TruncatedNormal UnitNorm UnitNormalization
+    UpSampling1D UpSampling2D UpSampling3D VarianceScaling Wrapper ZeroPadding1D ZeroPadding2D
+    ZeroPadding3D Zeros hard_sigmoid
+""".split())

@@ -19,8 +19,8 @@ import textwrap
 from typing import Any
 
 from helpers.identify.answer import Identification, loading_code
-from helpers.identify.keras_config import (LAMBDA_NOTE, MODEL_REPORT, TFSM_NOTE, class_configs, custom_classes,
-                                           has_lambda_code, has_tfsm_layer)
+from helpers.identify.keras_config import (KERAS_CLASS_NAMES, LAMBDA_NOTE, MODEL_REPORT, TFSM_NOTE, class_configs,
+                                           custom_classes, has_lambda_code, has_tfsm_layer)
 from helpers.trust import LAMBDA, TFSM
 
 __all__ = ["read_legacy_h5"]
@@ -221,14 +221,22 @@ def _time_major_code(path: str, config: dict) -> str:
 
 
 def _unknown(config: dict) -> set[str]:
+    """Class names of a Keras 2 configuration that Keras 3 does not provide (its custom classes).
+
+    Names Keras provides are known from ``KERAS_CLASS_NAMES`` without importing Keras; only
+    another name makes this ask Keras itself (its registered objects, its layers).
+    """
+    names = {c["class_name"] for c in class_configs(config)}
+    candidates = {name for name in names if name not in KERAS_CLASS_NAMES and not name.startswith("CuDNN")
+                  and (name[:1].isupper() or ">" in name)}
+    if not candidates:
+        return set()
     import keras
     from helpers.keras2 import legacy_custom_objects
 
     known = set(legacy_custom_objects()) | {"Functional", "Model", "Sequential", "InputLayer"}
-    names = {c["class_name"] for c in class_configs(config)}
-    return {name for name in names if name not in known and not hasattr(keras.layers, name)
-            and not name.startswith("CuDNN") and keras.saving.get_registered_object(name) is None
-            and (name[:1].isupper() or ">" in name) and not hasattr(keras.initializers, name)
+    return {name for name in candidates if name not in known and not hasattr(keras.layers, name)
+            and keras.saving.get_registered_object(name) is None
+            and not hasattr(keras.initializers, name)
             and not hasattr(keras.regularizers, name) and not hasattr(keras.constraints, name)
             and not hasattr(keras.optimizers, name) and name not in ("Lambda", "TFOpLambda")}
-
