@@ -16,24 +16,47 @@ import os
 import re
 
 from helpers.identify.answer import Identification, bytes_text, loading_code, not_model
+from helpers.identify.savedmodel_proto import SavedModelFacts, read_savedmodel_facts
 from helpers.trust import SAVEDMODEL
 
 __all__ = ["read_saved_model_folder"]
 
 
+def _facts_with_tensorflow(folder: str) -> SavedModelFacts:
+    """The facts read with TensorFlow's protobuf classes and registry (``helpers.saved_models``).
+
+    Raises ``NotACheckpointError`` (``NotASavedModelError``) with the reason for a folder it cannot read.
+    """
+    from helpers.saved_models import describe_saved_model, read_saved_model
+
+    description = describe_saved_model(folder)
+    proto = read_saved_model(folder)
+    graph = proto.meta_graphs[0].object_graph_def
+    return SavedModelFacts(
+        tensorflow_version=description.tensorflow_version, tag_sets=description.tag_sets,
+        tf1_meta_graph=description.tf1_meta_graph,
+        signatures={s.name: s.input_keys for s in description.signatures},
+        variable_count=description.variable_count, variable_bytes=description.variable_bytes,
+        optimizer_values=description.optimizer_values, metric_values=description.metric_values,
+        assets=[a.filename for a in description.assets], missing_assets=description.missing_assets,
+        unknown_ops=list(description.unknown_ops),
+        root={child.local_name for child in graph.nodes[0].children} if graph.nodes else set(),
+        graph_variables=sum(node.WhichOneof("kind") == "variable" for node in graph.nodes) or sum(
+            node.op in ("VarHandleOp", "VariableV2") for node in proto.meta_graphs[0].graph_def.node))
+
+
 def read_saved_model_folder(folder: str) -> Identification:
     from helpers.errors import NotACheckpointError
-    from helpers.saved_models import read_saved_model, describe_saved_model
 
-    try:
-        description = describe_saved_model(folder)
-        proto = read_saved_model(folder)
-    except NotACheckpointError as error:
-        return not_model(folder, f"a SavedModel folder that cannot be read: {error.reason}")
+    description = read_savedmodel_facts(folder)  # without TensorFlow, when the files read plainly
+    if description is None:
+        try:
+            description = _facts_with_tensorflow(folder)
+        except NotACheckpointError as error:
+            return not_model(folder, f"a SavedModel folder that cannot be read: {error.reason}")
     names = set(os.listdir(folder))
-    graph = proto.meta_graphs[0].object_graph_def
-    root = {child.local_name for child in graph.nodes[0].children} if graph.nodes else set()
-    signatures = {s.name: s.input_keys for s in description.signatures}
+    root = description.root
+    signatures = description.signatures
     written = {"TensorFlow": description.tensorflow_version} if description.tensorflow_version else {}
     if "keras_metadata.pb" in names:
         kind = "savedmodel-keras2"
@@ -57,7 +80,7 @@ def read_saved_model_folder(folder: str) -> Identification:
                   "saved values": (f"{description.variable_count} ({', '.join(parts[:2 + bool(metrics)])})"
                                    if optimizer or metrics else description.variable_count),
                   "bytes": bytes_text(description.variable_bytes),
-                  "assets": [a.filename for a in description.assets]}
+                  "assets": list(description.assets)}
     if len(description.tag_sets) > 1:
         info.holds["tag-sets"] = [", ".join(tags) for tags in description.tag_sets]
     if "tfhub_module.pb" in names:
@@ -68,9 +91,7 @@ def read_saved_model_folder(folder: str) -> Identification:
     if description.unknown_ops:
         info.traps.append(f"op types this TensorFlow does not know: {', '.join(description.unknown_ops)}: "
                           "import the library that registers them first")
-    graph_variables = sum(node.WhichOneof("kind") == "variable" for node in graph.nodes) or sum(
-        node.op in ("VarHandleOp", "VariableV2") for node in proto.meta_graphs[0].graph_def.node)
-    if graph_variables and not os.path.isfile(os.path.join(folder, "variables", "variables.index")):
+    if description.graph_variables and not os.path.isfile(os.path.join(folder, "variables", "variables.index")):
         info.blocked = ("variables/variables.index is missing: the graph has no values to load and "
                         "tf.saved_model.load fails; copy the whole folder, variables/ included")
         info.traps.append(info.blocked)
