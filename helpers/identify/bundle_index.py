@@ -11,7 +11,7 @@ Example:
     >>> sorted(index.entries)[:1], index.shards
     (['_CHECKPOINTABLE_OBJECT_GRAPH'], 1)
     >>> index.value_bytes(), index.short_data_files("tests/data/tf215/tf_module/variables/variables")
-    (4, [])
+    (32, [])
 """
 
 from __future__ import annotations
