@@ -30,6 +30,7 @@ LIGHT = {
     "tests/data/litert/builtin.tflite": "tflite",
     "tests/data/litert/select_tf_ops.tflite": "tflite",
     "tests/data/onnx/relu_opset5.onnx": "onnx",
+    "tests/data/tf215-graph/graph/model.meta": "meta-graph",
 }
 
 
@@ -48,7 +49,7 @@ def _named_in_fresh_python(paths: list[str], *, main: bool = False) -> list[dict
     return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
 
 
-def test_naming_an_h5_a_savedmodel_and_a_tflite_imports_no_tensorflow():
+def test_naming_an_h5_a_savedmodel_a_tflite_and_a_meta_graph_imports_no_tensorflow():
     paths = list(LIGHT)
     *kinds, modules = _named_in_fresh_python(paths)
     assert [k["kind"] for k in kinds] == list(LIGHT.values())
@@ -126,3 +127,24 @@ def test_the_light_index_reader_equals_tensorflows_on_every_stored_checkpoint():
         light, heavy = read_bundle_index(index), describe_checkpoint(index[: -len(".index")])
         assert sorted(light.entries) == heavy.keys and light.value_bytes() == heavy.total_bytes, index
         assert all(light.entries[v.key].shape == v.shape for v in heavy.variables), index
+
+
+def test_the_light_meta_graph_summary_equals_tensorflows(tmp_path):
+    import tensorflow as tf
+    from tensorflow.core.protobuf import meta_graph_pb2
+
+    from helpers.identify.meta_graphs import _foreign_device, meta_summary
+
+    with tf.Graph().as_default() as graph:
+        with tf.device("/job:worker/task:1/device:GPU:0"):
+            tf.compat.v1.get_variable("w", initializer=tf.ones([2]))
+        tf.compat.v1.train.export_meta_graph(str(tmp_path / "pinned.meta"), graph=graph)
+    paths = glob.glob(str(ROOT / "tests/data/**/*.meta"), recursive=True) + [str(tmp_path / "pinned.meta")]
+    for path in paths:
+        meta = meta_graph_pb2.MetaGraphDef.FromString(Path(path).read_bytes())
+        nodes = meta.graph_def.node
+        expected = (meta.meta_info_def.tensorflow_version,
+                    sum(node.op in ("VarHandleOp", "VariableV2", "Variable") for node in nodes),
+                    {node.device for node in nodes if _foreign_device(node.device)})
+        assert meta_summary(path) == expected, path
+    assert meta_summary(paths[-1])[2] == {"/job:worker/task:1/device:GPU:0"}
