@@ -31,6 +31,8 @@ LIGHT = {
     "tests/data/litert/select_tf_ops.tflite": "tflite",
     "tests/data/onnx/relu_opset5.onnx": "onnx",
     "tests/data/tf215-graph/graph/model.meta": "meta-graph",
+    "tests/data/tf215/frozen_graph.pb": "frozen-graph",
+    "tests/data/tf215_v1freeze/v1_ref.pb": "frozen-graph",
 }
 
 
@@ -49,7 +51,7 @@ def _named_in_fresh_python(paths: list[str], *, main: bool = False) -> list[dict
     return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
 
 
-def test_naming_an_h5_a_savedmodel_a_tflite_and_a_meta_graph_imports_no_tensorflow():
+def test_naming_an_h5_a_savedmodel_a_tflite_a_meta_graph_and_a_frozen_graph_imports_no_tensorflow():
     paths = list(LIGHT)
     *kinds, modules = _named_in_fresh_python(paths)
     assert [k["kind"] for k in kinds] == list(LIGHT.values())
@@ -83,7 +85,7 @@ def test_keras_class_names_are_exactly_those_keras_provides():
 def test_every_known_op_is_registered_by_this_tensorflow():
     from tensorflow.python.framework import op_def_registry
 
-    from helpers.identify.savedmodel_proto import KNOWN_OPS
+    from helpers.identify.known_ops import KNOWN_OPS
 
     assert [op for op in sorted(KNOWN_OPS) if op_def_registry.get(op) is None] == []
 
@@ -148,3 +150,29 @@ def test_the_light_meta_graph_summary_equals_tensorflows(tmp_path):
                     {node.device for node in nodes if _foreign_device(node.device)})
         assert meta_summary(path) == expected, path
     assert meta_summary(paths[-1])[2] == {"/job:worker/task:1/device:GPU:0"}
+
+
+def test_the_light_graph_def_reading_equals_tensorflows():
+    from helpers.identify.graph_defs import _light_nodes, _read_with_tensorflow
+
+    paths = [p for p in glob.glob(str(ROOT / "tests/data/**/*.pb"), recursive=True)
+             if os.path.basename(p) not in ("saved_model.pb", "keras_metadata.pb", "fingerprint.pb", "tfhub_module.pb")]
+    assert len(paths) >= 4
+    for path in paths:
+        nodes, traps = _read_with_tensorflow(path, text=False)
+        assert _light_nodes(path) == nodes and traps == [], path
+
+
+def test_a_graph_with_an_op_outside_the_known_ones_is_read_with_tensorflow(tmp_path):
+    import tensorflow as tf
+
+    from helpers.identify import identify
+    from helpers.identify.graph_defs import _light_nodes
+
+    graph_def = tf.compat.v1.GraphDef()
+    graph_def.node.add(name="x", op="Placeholder").attr["dtype"].type = 1
+    graph_def.node.add(name="tok", op="SentencepieceOp", input=["x"])
+    (tmp_path / "library.pb").write_bytes(graph_def.SerializeToString())
+    assert _light_nodes(str(tmp_path / "library.pb")) is None
+    info = identify(tmp_path / "library.pb")
+    assert info.kind == "frozen-graph" and any("SentencepieceOp" in trap for trap in info.traps)
