@@ -33,6 +33,7 @@ LIGHT = {
     "tests/data/tf215-graph/graph/model.meta": "meta-graph",
     "tests/data/tf215/frozen_graph.pb": "frozen-graph",
     "tests/data/tf215_v1freeze/v1_ref.pb": "frozen-graph",
+    "tests/data/README.md": "not-a-model",  # no table at its end: no V1 checkpoint, TensorFlow would say so too
 }
 
 

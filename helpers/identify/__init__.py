@@ -16,16 +16,19 @@ loaded. Code a file carries (a Lambda's bytecode, a SavedModel's stored function
 ``helpers.trust``) is never run, by ``.verify()`` or ``.load()``, unless the user passes
 ``trust=True``; the verifying process's memory is capped (a tiny file can declare a huge
 model); a ``.keras`` archive's declared sizes are checked before any member is read
-(``helpers.files.check_archive_sizes``). It reuses the chapters' recipes
-(``describe_checkpoint``, ``describe_keras_file``, ``describe_saved_model``, ``describe_legacy_h5``,
-``read_object_graph``); they import TensorFlow only when a file needs them.
+(``helpers.files.check_archive_sizes``). Naming imports TensorFlow only where a kind needs it:
+``.keras``, HDF5, SavedModel folders, ``.meta`` and frozen graphs, ``.tflite`` and ``.onnx`` are
+read with h5py, LiteRT and protobuf's wire format (TensorFlow reads what these cannot read
+plainly, for the same answer); checkpoints reuse the chapters' recipes (``describe_checkpoint``,
+``read_object_graph``), as does the loading code (``describe_keras_file``, ``describe_legacy_h5``).
 
 The package: ``identify`` and ``stored_real_file`` here (the front door); one reader module per
 kind of artifact (``checkpoints``, ``meta_graphs``, ``keras_zips``, ``hdf5`` with ``legacy_h5`` and
 ``weights_h5``, ``sharded``, ``savedmodel_folders``, ``graph_defs``, ``tflite_models``,
 ``onnx_models``) behind the one table of readers (``table.READERS``); below them the answer
 (``answer``: ``Identification``, ``Verification``, ``KINDS``), Keras configurations
-(``keras_config``) and protobuf's wire format (``protobuf``).
+(``keras_config``), the light readings (``savedmodel_proto``, ``bundle_index``, ``known_ops``)
+and protobuf's wire format (``protobuf``).
 
 Example:
     >>> info = identify("tests/data/tf215/sequential.h5")

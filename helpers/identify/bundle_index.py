@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from helpers.identify.protobuf import fields, varint
 
-__all__ = ["OBJECT_GRAPH_KEY", "BundleEntry", "BundleIndex", "read_bundle_index"]
+__all__ = ["OBJECT_GRAPH_KEY", "BundleEntry", "BundleIndex", "is_table", "read_bundle_index"]
 
 OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
 _TABLE_MAGIC = 0xDB4775248B80FB57  # the magic number that ends a LevelDB table
@@ -114,6 +114,17 @@ def _entry(value: bytes) -> BundleEntry:
     if any(dim < 0 for dim in shape):
         raise ValueError("a negative dimension")
     return BundleEntry(found["dtype"], tuple(shape), found["shard"], found["offset"], found["size"])
+
+
+def is_table(path: str) -> bool:
+    """Whether the file ends as a LevelDB table does (its footer's magic number): a V1 checkpoint
+    and a V2 ``.index`` both do; TensorFlow's readers refuse anything else ("not an sstable")."""
+    with open(path, "rb") as file:
+        size = os.fstat(file.fileno()).st_size
+        if size < 48:
+            return False
+        file.seek(size - 8)
+        return struct.unpack("<Q", file.read(8))[0] == _TABLE_MAGIC
 
 
 def read_bundle_index(path: str) -> BundleIndex:

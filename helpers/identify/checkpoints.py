@@ -20,6 +20,7 @@ import re
 from typing import Any
 
 from helpers.identify.answer import KINDS, Identification, bytes_text, loading_code, not_model
+from helpers.identify.bundle_index import is_table
 from helpers.identify.meta_graphs import meta_summary
 
 __all__ = ["read_checkpoint_folder", "read_loose_folder", "read_prefix", "read_v1_or_unknown"]
@@ -146,14 +147,18 @@ def _values_code(prefix: str, route: str) -> str:
 def read_v1_or_unknown(text: str) -> Identification:
     """A file no other reader took: an old single-file V1 checkpoint, or not a model file."""
     from helpers.errors import NotACheckpointError
+
+    with open(text, "rb") as file:
+        shown = file.read(8).hex(" ")
+    unknown = not_model(text, f"not a format this course knows (first bytes {shown})")
+    if not is_table(text) and not os.path.exists(text + ".index"):  # TensorFlow's reader says so too
+        return unknown
     from helpers.inspection import describe_checkpoint
 
     try:
         description = describe_checkpoint(text)
     except NotACheckpointError:
-        with open(text, "rb") as file:
-            shown = file.read(8).hex(" ")
-        return not_model(text, f"not a format this course knows (first bytes {shown})")
+        return unknown
     holds = {"variables": len(description.variables), "bytes": bytes_text(description.total_bytes)}
     return Identification(text, "tf1-checkpoint-v1", holds=holds, traps=[_NAME_RESTORE_TRAP],
                           how_to_load=_values_code(text, "helpers.migration.restore_name_based("
