@@ -392,6 +392,25 @@ def test_15_2_rejects_wrong_answers(answer, words):
     fails(ex15.check_keras_file_facts, answer, *words)
 
 
+def flavour_by_reader(prefix):  # a reader of the identify package, called directly
+    from helpers.identify.checkpoints import read_prefix
+    kind = read_prefix(str(prefix)).kind
+    return {"tf1-checkpoint": "tf1"}.get(kind, kind.removeprefix("checkpoint-"))
+
+
+def facts_by_reader(path):
+    from helpers.identify.keras_zips import read_keras_zip
+    return read_keras_zip(str(path)).holds
+
+
+def test_a_reader_of_the_identify_package_called_directly_is_forbidden_too():
+    # Before: only the functions of helpers/identify/__init__.py were blocked, and a reader passed.
+    fails(ex15.check_checkpoint_flavour, flavour_by_reader, "helpers.identify")
+    fails(ex15.check_keras_file_facts, facts_by_reader, "helpers.identify")
+    from helpers.identify.checkpoints import read_prefix
+    assert read_prefix.__code__.co_name == "read_prefix"  # put back as it was
+
+
 def test_15_2_forbids_identify_and_puts_it_back():
     fails(ex15.check_keras_file_facts, facts_by_identify, "helpers.identify")
     assert _NOTEBOOK_IDENTIFY("tests/data/tf215/sequential.h5").kind == "legacy-h5-model"

@@ -10,9 +10,12 @@ from __future__ import annotations
 import contextlib
 import gc
 import hashlib
+import importlib
 import logging
 import os
+import pkgutil
 import shutil
+import sys
 import tempfile
 import types
 import warnings
@@ -82,27 +85,40 @@ _FORBIDDEN_HINT = Hint(
     kind="forbidden helper")
 
 
+def _modules_of(package: types.ModuleType) -> list[types.ModuleType]:
+    """``package`` and every module in it, each imported (a reader is a module of its own)."""
+    for info in pkgutil.walk_packages(getattr(package, "__path__", []), package.__name__ + "."):
+        importlib.import_module(info.name)
+    return [module for name, module in sorted(sys.modules.items())
+            if name == package.__name__ or name.startswith(package.__name__ + ".")]
+
+
+def _functions_of(module: types.ModuleType) -> list[types.FunctionType]:
+    """The functions ``module`` defines, its classes' methods included (closures aside)."""
+    functions = []
+    for value in vars(module).values():
+        if isinstance(value, types.FunctionType):
+            functions.append(value)
+        elif isinstance(value, type) and value.__module__ == module.__name__:
+            functions += [member for member in vars(value).values() if isinstance(member, types.FunctionType)]
+    return [function for function in functions
+            if function.__module__ == module.__name__ and not function.__code__.co_freevars]
+
+
 @contextlib.contextmanager
-def _without(module: types.ModuleType) -> Iterator[None]:
-    """Every function ``module`` defines raises while the block runs, under any name it is bound to.
+def _without(package: types.ModuleType) -> Iterator[None]:
+    """Every function ``package``'s modules define raises while the block runs, under any name.
 
     A notebook that ran ``from helpers.identify import identify`` holds the function object
     itself, so replacing the module's attribute would not reach it: each function's code is
-    replaced instead, and put back after.
+    replaced instead, and put back after. Each module of the package gets the stand-in its
+    replaced functions call, so a reader called directly is caught too.
     """
-    saved = {}
-    for value in vars(module).values():
-        if isinstance(value, types.FunctionType):
-            functions = [value]
-        elif isinstance(value, type) and value.__module__ == module.__name__:
-            functions = [member for member in vars(value).values() if isinstance(member, types.FunctionType)]
-        else:
-            functions = []
-        for function in functions:
-            if function.__module__ == module.__name__ and not function.__code__.co_freevars:
-                saved[function] = function.__code__
+    modules = _modules_of(package)
+    saved = {function: function.__code__ for module in modules for function in _functions_of(module)}
     _CALLED.clear()
-    setattr(module, _STAND_IN, lambda: _helper_called(module.__name__))
+    for module in modules:
+        setattr(module, _STAND_IN, lambda: _helper_called(package.__name__))
     try:
         for function in saved:
             function.__code__ = _forbidden.__code__
@@ -110,7 +126,8 @@ def _without(module: types.ModuleType) -> Iterator[None]:
     finally:
         for function, code in saved.items():
             function.__code__ = code
-        delattr(module, _STAND_IN)
+        for module in modules:
+            delattr(module, _STAND_IN)
 
 
 def _require_no_forbidden_call() -> None:
