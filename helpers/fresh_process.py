@@ -46,7 +46,7 @@ from typing import Any
 from helpers.errors import FreshProcessError
 
 __all__ = ["FreshProcess", "FreshProcessError", "call_in_fresh_process", "fork_workers", "start_fresh_process",
-           "tell_parent"]
+           "tell_parent", "warm_up"]
 
 PRELOAD = ["numpy", "tensorflow", "keras", "helpers.fresh_process"]
 # read when TensorFlow loads: set for the server (which imports it) unless this process chose otherwise
@@ -149,6 +149,24 @@ def _starting() -> Iterator[None]:
         os.dup2(saved, 2)
         os.close(saved)
         sys.modules["__main__"] = main
+
+
+def warm_up() -> None:
+    """Start the fork server now (Linux; elsewhere nothing) and return at once.
+
+    The server imports TensorFlow, Keras and NumPy (seconds) while this process goes on, so
+    the first fresh process does not wait for them. Harmless to call again.
+
+    Example:
+        >>> warm_up()
+        >>> call_in_fresh_process("operator:truth", 1)
+        True
+    """
+    if not fork_workers():
+        return
+    _context(None)
+    with _environment({**SERVER_DEFAULTS, **os.environ}), _starting():
+        multiprocessing.forkserver.ensure_running()
 
 
 def _die_with_parent() -> None:

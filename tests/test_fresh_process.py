@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import signal
 import subprocess
@@ -80,7 +81,7 @@ def test_a_killed_child_says_how_it_died(workers):
 
 def test_messages_then_kill(workers):
     process = start_fresh_process("tests.test_fresh_process:announce_and_wait", 2)
-    seen = [message for message, _ in zip(process.messages(timeout=120), range(2))]
+    seen = list(itertools.islice(process.messages(timeout=120), 2))
     assert seen == ["saving 0", "saving 1"]
     process.kill()
     with pytest.raises(FreshProcessError, match="SIGKILL"):
