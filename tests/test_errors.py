@@ -61,7 +61,8 @@ def test_the_errors_about_bad_input_are_value_errors():
     classes = [value for value in vars(errors).values()
                if inspect.isclass(value) and issubclass(value, Exception) and value.__module__ == "helpers.errors"]
     assert len(classes) > 4  # the shared ones and one or more of each topic
-    assert [c.__name__ for c in classes if not issubclass(c, ValueError)] == ["Keras2RunError"]
+    # the two about a run, not its input: code in its own process failed
+    assert [c.__name__ for c in classes if not issubclass(c, ValueError)] == ["Keras2RunError", "FreshProcessError"]
 
 
 def test_moved_errors_keep_their_messages():

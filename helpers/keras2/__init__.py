@@ -59,9 +59,6 @@ from helpers.keras2.legacy import legacy_custom_objects
 from helpers.keras2.run import KERAS2_ENVIRONMENT, Keras2Run, run_keras2
 from helpers.keras2.zips import renumber_keras2_zip_weights
 
-# The name helpers.keras_files imported before model_from_h5 became public; goes once it imports the new name.
-_model_from_h5 = model_from_h5
-
 __all__ = [
     "KERAS2_ENVIRONMENT",
     "CheckpointMismatchError",
