@@ -54,13 +54,13 @@ def _trained_model(seed: int) -> tuple[keras.Model, np.ndarray, np.ndarray]:
     inputs = keras.Input((3,), name="features")
     h = keras.layers.Dense(5, name="frozen_in")(inputs)
     h = keras.layers.BatchNormalization(name="stats")(h)
-    outputs = keras.layers.Dense(2, name="head")(h)
+    outputs = keras.layers.Dense(1, name="head")(h)
     model = keras.Model(inputs, outputs, name=f"exercise_net_{seed}")
     model.get_layer("frozen_in").trainable = False
     model.compile(keras.optimizers.Adam(0.05), "mse")
     rng = np.random.default_rng(seed)
     x = rng.normal(size=(24, 3)).astype("float32")
-    y = rng.normal(size=(24, 2)).astype("float32")
+    y = rng.normal(size=(24, 1)).astype("float32")
     with _quiet():
         model.fit(x, y, epochs=1, batch_size=8, verbose=0)
     return model, x, y
@@ -126,7 +126,10 @@ def check_save_with_orbax(save_with_orbax: Callable[..., str]) -> str:
         require(os.path.isabs(answer) and os.path.realpath(answer) == os.path.realpath(folder),
                 Hint("return the folder as an absolute path, the one Orbax must get (section 6)",
                      "return `os.path.abspath(folder)`", kind="absolute"))
-        steps = sorted(os.listdir(folder)) if os.path.isdir(folder) else []
+        require(os.path.isdir(folder), Hint("nothing was written to the folder: save during the fit (section 6)",
+                                            "pass callbacks=[keras.callbacks.OrbaxCheckpoint(...)] to fit",
+                                            kind="no callback"))
+        steps = sorted(os.listdir(folder))
         require(any(step.isdigit() for step in steps),
                 Hint("no complete step was written: Orbax needs an absolute path (section 6, the relative trap)",
                      "pass `os.path.abspath(folder)` to `keras.callbacks.OrbaxCheckpoint`", kind="relative"))
