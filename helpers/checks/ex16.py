@@ -86,7 +86,7 @@ def check_variables_by_path(variables_by_path: Callable[[keras.Model], dict]) ->
     require(not stats - keys, Hint("BatchNormalization's moving statistics are variables too (section 2)",
                                    "take `model.variables`, not `model.trainable_variables`", kind="non-trainable"))
     require(not frozen - keys, Hint("a frozen layer's variables are still the model's (section 2)",
-                                    "take `model.variables`, not `model.trainable_variables`", kind="frozen"))
+                                    "take `model.variables`, not `model.trainable_variables`", kind="non-trainable"))
     require(not optimizer_paths - keys, Hint("the optimizer's state crosses too: its step count and Adam's moments",
                                              "add `model.optimizer.variables` to the model's variables",
                                              kind="optimizer"))
