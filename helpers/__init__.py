@@ -13,8 +13,9 @@ One topic module per notebook (``inspection``, ``metagraph``, ``ensembles``,
   ``.index`` alone (the data-file length check of ``inspection`` and ``saved_models``);
 * ``helpers.files``: paths in (``str`` or ``os.PathLike``), and the one literal
   "refuse to overwrite" check every recipe that writes goes through;
-* ``helpers.workers``: fresh worker processes (forked from a server on Linux,
-  ``COURSE_WORKERS=spawn`` for new interpreters), for chapters 11 and 12;
+* ``helpers.fresh_process``: the one way to run a function in a fresh process
+  (``multiprocessing``'s fork server on Linux, ``COURSE_WORKERS=spawn`` for new
+  interpreters), for chapters 11, 12 and 16;
 * ``helpers.timing``: the measuring harness of the chapters' timing sections;
 * ``helpers.preflight``: ``make check``, the one-step check of a learner's machine.
 

@@ -2,8 +2,9 @@
 
 Every error names what is wrong, so that a learner never gets a silent wrong
 answer. Each one about bad input is a ``ValueError`` subclass, so ``except
-ValueError`` catches them; the one exception is ``Keras2RunError``, a
-``RuntimeError`` (Keras 2 code failed in its own process). Each topic module
+ValueError`` catches them; the two exceptions are ``RuntimeError`` subclasses:
+``Keras2RunError`` (Keras 2 code failed in its own process) and ``FreshProcessError``
+(a function run in a fresh process failed, or the process died). Each topic module
 re-exports the errors it raises (``from helpers.keras_files import
 NotAKerasFileError`` works as well).
 
@@ -424,6 +425,35 @@ class Keras2RunError(RuntimeError):
         ...
         helpers.errors.Keras2RunError: the Keras 2 code failed: ZeroDivisionError: division by zero
     """
+
+
+class FreshProcessError(RuntimeError):
+    """A function run by ``helpers.fresh_process.call_in_fresh_process`` failed; says how.
+
+    ``how`` is ``"exception"`` (the child raised: ``error_type`` and the message are its
+    exception's, ``details`` the last lines of its traceback), ``"exit"`` (it called
+    ``sys.exit`` with code ``code``), ``"signal"`` (it was killed by signal ``code``, SIGKILL
+    often meaning the system ran out of memory), ``"timeout"`` (it ran past ``timeout=`` and
+    was killed) or ``"result"`` (its result could not be sent back). Like ``Keras2RunError``
+    it is about a run, not bad input, so it is a ``RuntimeError``.
+
+    Example:
+        >>> raise FreshProcessError("demo:f", "exception", "ZeroDivisionError: division by zero",
+        ...                         error_type="ZeroDivisionError")
+        Traceback (most recent call last):
+        ...
+        helpers.errors.FreshProcessError: 'demo:f' in a fresh process: ZeroDivisionError: division by zero
+    """
+
+    def __init__(self, function: str, how: str, message: str, *, error_type: str = "",
+                 details: str = "", code: int | None = None) -> None:
+        self.function = function
+        self.how = how
+        self.error_type = error_type
+        self.message = message
+        self.details = details
+        self.code = code
+        super().__init__(f"{function!r} in a fresh process: {message}")
 
 
 _LEGACY_ROUTE = (

@@ -12,21 +12,26 @@ Three recipes:
   ``ModelCheckpoint`` wrote, which ``tf.train.latest_checkpoint`` cannot see;
 
 plus ``owned_variables(model)``, every variable a model's layers and optimizer
-hold, tracked by Keras or not. (The warnings Keras raises or logs are shown
+hold, tracked by Keras or not, and notebook 12's ``round_trip`` and ``run_in_fresh_process``:
+both live in ``helpers.round_trip`` (which imports nothing of this module) and are re-exported
+here. (The warnings Keras raises or logs are shown
 with ``helpers.notebook.captured_warnings``.)
 
 Example:
-    >>> import keras
-    >>> model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2, name="out")])  # doctest: +SKIP
-    >>> model.save_weights("demo.weights.h5")                                             # doctest: +SKIP
-    >>> describe_keras_file("demo.weights.h5")                                            # doctest: +SKIP
+    >>> import keras, tempfile
+    >>> model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2, name="out")])
+    >>> folder = tempfile.TemporaryDirectory()
+    >>> path = os.path.join(folder.name, "demo.weights.h5")
+    >>> model.save_weights(path)
+    >>> describe_keras_file(path)
     weight               layer  shape   dtype    size
     -------------------  -----  ------  -------  ----
     layers/dense/vars/0  out    (3, 2)  float32  24 B
     layers/dense/vars/1  out    (2,)    float32  8 B
     2 weights, 32 B
-    >>> missing_from_file(model, "demo.weights.h5")                                       # doctest: +SKIP
+    >>> missing_from_file(model, path)
     []
+    >>> folder.cleanup()
 """
 
 from __future__ import annotations
@@ -50,6 +55,15 @@ from helpers.errors import ModelNotBuiltError, NotAKerasFileError, first_line
 from helpers.files import check_archive_sizes, path_text
 from helpers.inspection import format_bytes
 from helpers.notebook import format_table
+from helpers.round_trip import (
+    ReloadFailedError,
+    ReloadMismatchError,
+    RoundTripReport,
+    RoundTripRow,
+    owned_variables,
+    round_trip,
+    run_in_fresh_process,
+)
 
 __all__ = [
     "KerasFileDescription",
@@ -60,9 +74,17 @@ __all__ = [
     "latest_keras_file",
     "missing_from_file",
     "owned_variables",
+    # notebook 12's, from helpers.round_trip (kept importable from here, where the course names them)
+    "ReloadFailedError",
+    "ReloadMismatchError",
+    "RoundTripReport",
+    "RoundTripRow",
+    "round_trip",
+    "run_in_fresh_process",
 ]
 
 WEIGHTS_IN_ARCHIVE = "model.weights.h5"
+_Variable = (tf.Variable, keras.Variable)
 _SUFFIXES = (".keras", ".weights.h5", ".weights.json")
 
 
@@ -233,13 +255,13 @@ def _whole_model_route(text: str) -> str:
         pass
     # Imported here: helpers.keras2 (the converter) is heavier than this module and need not load with it.
     from helpers.errors import LegacyModelError
-    from helpers.keras2 import _model_from_h5
+    from helpers.keras2 import model_from_h5
 
     failed = "keras.models.load_model cannot rebuild it"
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            _model_from_h5(text, safe_mode=True)
+            model_from_h5(text, safe_mode=True)
     except LegacyModelError as error:
         return f"{failed}: " + "; ".join(error.problems) + f"; route (helpers.keras2): {error.route}"
     return (f"{failed} (Keras 2-only arguments, nested models or keyword tensors); "
@@ -368,76 +390,6 @@ def _format_shape(shape: tuple[int, ...]) -> str:
     return "(" + ", ".join(map(str, shape)) + ("," if len(shape) == 1 else "") + ")"
 
 
-# --------------------------------------------------------------------------- owned variables
-
-_Variable = (tf.Variable, keras.Variable)
-
-
-def owned_variables(model: keras.layers.Layer, include_optimizer: bool = True) -> dict[str, tf.Variable | keras.Variable]:
-    """Every variable a model's layers (and optimizer) hold, tracked by Keras or not, by a readable name.
-
-    Keras saves the variables it *tracks* (those in ``model.weights`` and the
-    optimizer's). A plain ``tf.Variable`` stored on a layer, or a list of
-    them, is not tracked; it is still found here, by walking the attributes
-    of every layer. A Keras variable is named by its ``path``
-    (``dense/kernel``); an untracked one by its layer's name and the
-    attribute that holds it (``scaler/offset``, ``scaler/history[0]``).
-    Metric accumulators and random-seed states are left out: Keras never
-    saves them (metrics restart every epoch, seeds are not weights).
-
-    Example:
-        >>> model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2, name="out")], name="net")
-        >>> list(owned_variables(model))
-        ['net/out/kernel', 'net/out/bias']
-    """
-    found: dict[int, tuple[str, object]] = {}
-    visited: set[int] = set()
-
-    def visit(obj: object, owner: str, trail: str) -> None:
-        if isinstance(obj, _Variable):
-            if id(obj) not in found:
-                name = obj.path if isinstance(obj, keras.Variable) else f"{owner}/{trail}"
-                found[id(obj)] = (name, obj)
-            return
-        if id(obj) in visited:
-            return
-        if isinstance(obj, (keras.metrics.Metric, keras.random.SeedGenerator)):
-            return
-        if isinstance(obj, keras.optimizers.Optimizer) and not include_optimizer:
-            return
-        if isinstance(obj, (keras.layers.Layer, keras.optimizers.Optimizer)):
-            visited.add(id(obj))
-            # Plain attributes first, so that a variable is named by `offset`, not by Keras's bookkeeping.
-            attributes = sorted(vars(obj).items(), key=lambda item: (item[0].startswith("_self_"), item[0].startswith("_")))
-            for attribute, value in attributes:
-                visit(value, obj.name, attribute)
-        elif isinstance(obj, (list, tuple)):
-            visited.add(id(obj))
-            for i, item in enumerate(obj):
-                visit(item, owner, f"{trail}[{i}]")
-        elif isinstance(obj, dict):
-            visited.add(id(obj))
-            for key, item in list(obj.items()):
-                visit(item, owner, f"{trail}[{key!r}]")
-
-    # Tracked variables first, in Keras's own order; the walk then adds the untracked ones.
-    tracked = list(model.weights)
-    optimizer = getattr(model, "optimizer", None)
-    if include_optimizer and isinstance(optimizer, keras.optimizers.Optimizer):
-        tracked += list(optimizer.variables)
-    for variable in tracked:
-        visit(variable, "", "")
-    visit(model, getattr(model, "name", "model"), "")
-    names: dict[str, tf.Variable | keras.Variable] = {}
-    for name, variable in found.values():
-        unique, n = name, 1
-        while unique in names:  # two variables may share a path; keep both
-            n += 1
-            unique = f"{name} ({n})"
-        names[unique] = variable  # type: ignore[assignment]
-    return names
-
-
 # --------------------------------------------------------------------------- missing from a file
 
 
@@ -469,8 +421,14 @@ def missing_from_file(model: keras.Model, path: str | os.PathLike, include_optim
     ``describe_keras_file`` first, so a bad file raises ``NotAKerasFileError``.
 
     Example:
-        >>> model.save_weights("model.weights.h5")            # doctest: +SKIP
-        >>> missing_from_file(model, "model.weights.h5")      # doctest: +SKIP
+        >>> import tempfile
+        >>> class Scaler(keras.layers.Layer):
+        ...     def build(self, shape):
+        ...         self.offset = tf.Variable(0.0, trainable=False)  # a plain variable: Keras does not save it
+        >>> model = keras.Sequential([keras.Input((3,)), Scaler(name="scaler")])
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     model.save_weights(os.path.join(folder, "model.weights.h5"))
+        ...     missing_from_file(model, os.path.join(folder, "model.weights.h5"))
         ['scaler/offset']
     """
     text = path_text(path, "Keras file path")
@@ -678,426 +636,3 @@ def _newest_key(name: str, suffix: str) -> tuple[bool, list[int], list[object]]:
     """Numbered names first, then by their numbers, then by the whole name (``.h5``'s 5 is not a number)."""
     numbers = [int(number) for number in re.findall(r"\d+", name[: -len(suffix)])]
     return bool(numbers), numbers, _natural_key(name)
-
-
-# --------------------------------------------------------------------------- round trip in a fresh process (notebook 12)
-
-import atexit  # noqa: E402
-import select  # noqa: E402
-import signal  # noqa: E402
-import subprocess  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
-
-from helpers.errors import ReloadFailedError, ReloadMismatchError  # noqa: E402
-from helpers.workers import fork_workers  # noqa: E402
-
-__all__ += ["ReloadFailedError", "ReloadMismatchError", "RoundTripReport", "RoundTripRow", "round_trip",
-            "run_in_fresh_process"]
-
-_LIBRARY_MODULES = ("keras", "tf_keras", "tensorflow", "builtins", "numpy")
-_NAME_WIDTH = 44
-
-
-# A fresh process costs seconds (TensorFlow's import). On Linux one server process pays that once and
-# forks a child per job; the child has imported Keras and nothing of this process's own code.
-
-
-def _worker_env() -> dict[str, str]:
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the folder that holds `helpers`
-    env["PYTHONPATH"] = os.pathsep.join([root] + [p for p in [env.get("PYTHONPATH", "")] if p])
-    return env
-
-
-class _Server:
-    """The one ``helpers.round_trip_worker serve`` process of this process, and its unread replies."""
-
-    process: subprocess.Popen | None = None
-    pending = b""
-
-    @classmethod
-    def stop(cls) -> None:
-        """End it (its end of stdin), and with it a child still running: at exit or when it misbehaves."""
-        process, cls.process, cls.pending = cls.process, None, b""
-        if process is None:
-            return
-        try:
-            process.stdin.close()
-            process.wait(timeout=5)
-        except (OSError, subprocess.TimeoutExpired):
-            process.kill()
-            process.wait()
-        process.stdout.close()
-
-    @classmethod
-    def reply(cls, word: str, timeout: float) -> int | None:
-        """The number after ``word`` in its next reply line; None if none came within ``timeout`` s."""
-        deadline = time.monotonic() + timeout
-        while b"\n" not in cls.pending:
-            left = deadline - time.monotonic()
-            fd = cls.process.stdout.fileno()
-            if left <= 0 or not select.select([fd], [], [], left)[0]:
-                return None
-            chunk = os.read(fd, 4096)
-            if not chunk:
-                raise OSError("the fresh-process server ended")
-            cls.pending += chunk
-        line, cls.pending = cls.pending.split(b"\n", 1)
-        head, _, number = line.decode().partition(" ")
-        if head != word:
-            raise OSError(f"the fresh-process server said {line!r}")
-        return int(number or 0)
-
-    @classmethod
-    def start(cls) -> bool:
-        """Start it unless it runs (seconds: it imports TensorFlow); False if it cannot start."""
-        if cls.process is not None and cls.process.poll() is None:
-            return True
-        cls.stop()
-        cls.process = subprocess.Popen([sys.executable, "-m", "helpers.round_trip_worker", "serve"],
-                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                       stderr=subprocess.DEVNULL, env=_worker_env())
-        try:
-            if cls.reply("ready", 300) is not None:
-                return True
-        except OSError:
-            pass
-        cls.stop()
-        return False
-
-
-atexit.register(_Server.stop)
-
-
-def _run_worker(args: list[str], folder: str, timeout: float) -> subprocess.CompletedProcess:
-    """``python -m helpers.round_trip_worker ARGS`` in a fresh process, its output files in ``folder``.
-
-    Forked from the server where it can run, a new interpreter otherwise. Raises
-    ``subprocess.TimeoutExpired`` after ``timeout`` seconds (the process is killed first).
-    """
-    command = [sys.executable, "-m", "helpers.round_trip_worker", *args]
-    if not (fork_workers() and _Server.start()):
-        return subprocess.run(command, env=_worker_env(), capture_output=True, text=True, timeout=timeout)
-    paths = {name: os.path.join(folder, f"std{name}.txt") for name in ("out", "err")}
-    job = {"args": args, "cwd": os.getcwd(), "env": _worker_env(), **paths}
-    try:
-        _Server.process.stdin.write(json.dumps(job).encode() + b"\n")
-        _Server.process.stdin.flush()
-        pid = _Server.reply("pid", 60)
-        if pid is None:
-            raise OSError("the fresh-process server started no process")
-        code = _Server.reply("exit", timeout)
-        if code is None:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass  # it ended just now
-            if _Server.reply("exit", 60) is None:
-                _Server.stop()
-            raise subprocess.TimeoutExpired(command, timeout)
-    except OSError:  # the server died or misbehaved: the next call starts a new one
-        _Server.stop()
-        code = None
-    if code is None:
-        return subprocess.CompletedProcess(command, -1, "", "the fresh-process server stopped")
-    out, err = (_text(paths[name]) for name in ("out", "err"))
-    return subprocess.CompletedProcess(command, code, out, err)
-
-
-def _text(path: str) -> str:
-    """The text of ``path``, or "" if there is no such file."""
-    try:
-        with open(path, encoding="utf-8", errors="replace") as file:
-            return file.read()
-    except FileNotFoundError:
-        return ""
-
-
-def run_in_fresh_process(source: str, *, timeout: float = 300.0) -> subprocess.CompletedProcess:
-    """Run the Python code ``source`` in a fresh process in this folder, like ``subprocess.run``.
-
-    The process has none of this one's classes, registrations or settings: on Linux it is
-    forked from a server that has imported TensorFlow and Keras and nothing else (so it starts
-    in milliseconds, with this process's environment variables, except those TensorFlow read
-    at its import); elsewhere, or with ``COURSE_WORKERS=spawn``, it is a new interpreter.
-    Returns a ``subprocess.CompletedProcess`` with ``returncode``, ``stdout`` and ``stderr``
-    (text); raises ``subprocess.TimeoutExpired`` after ``timeout`` seconds, the process killed.
-
-    Example:
-        >>> run_in_fresh_process("print(6 * 7)").stdout   # doctest: +SKIP
-        '42\\n'
-    """
-    import tempfile
-
-    with tempfile.TemporaryDirectory(prefix="fresh_process_") as folder:
-        script = os.path.join(folder, "script.py")
-        with open(script, "w", encoding="utf-8") as file:
-            file.write(source)
-        return _run_worker(["script", script], folder, timeout)
-
-
-@dataclass(frozen=True)
-class RoundTripRow:
-    """One line of a round trip: an output, a variable or a layer, as it is here and after the reload."""
-
-    what: str  # "output", "variable" or "layer"
-    name: str
-    here: str
-    reloaded: str
-    verdict: str  # "equal", "differs", "missing", "unexpected", "unbuilt", "class differs"
-
-    @property
-    def ok(self) -> bool:
-        return self.verdict == "equal"
-
-    def problem(self) -> str:
-        where = {"missing": "missing from the reloaded model", "unexpected": "only in the reloaded model",
-                 "unbuilt": "left unbuilt by the reload", "differs": "differs after the reload",
-                 "class differs": f"is a {self.here} here, a {self.reloaded} in the fresh process"}[self.verdict]
-        if self.verdict == "differs" and self.here != self.reloaded:
-            where = f"is {self.here} here, {self.reloaded} after the reload"
-        return f"{self.what} {self.name!r} {where}"
-
-
-@dataclass(frozen=True)
-class RoundTripReport:
-    """What ``round_trip`` compared, row by row; shows itself as a table. ``ok`` when every row is equal."""
-
-    path: str
-    rows: tuple[RoundTripRow, ...]
-    max_output_difference: float
-
-    @property
-    def ok(self) -> bool:
-        return all(row.ok for row in self.rows)
-
-    @property
-    def problems(self) -> list[str]:
-        return [row.problem() for row in self.rows if not row.ok]
-
-    def __repr__(self) -> str:
-        rows = [[row.what, _shorten(row.name), row.here, row.reloaded, row.verdict] for row in self.rows]
-        counts = {what: sum(row.what == what for row in self.rows) for what in ("output", "variable", "layer")}
-        summary = ", ".join(f"{n} {what}{'s' * (n != 1)}" for what, n in counts.items())
-        verdict = "all equal" if self.ok else f"{len(self.problems)} problem{'s' * (len(self.problems) != 1)}"
-        return format_table(["what", "name", "here", "reloaded", "verdict"], rows) + f"\n{summary}: {verdict}"
-
-
-def _shorten(name: str) -> str:
-    return name if len(name) <= _NAME_WIDTH else name[: _NAME_WIDTH // 2 - 1] + "…" + name[-(_NAME_WIDTH // 2):]
-
-
-def round_trip(
-    model: keras.Model,
-    path: str | os.PathLike,
-    inputs: object,
-    *,
-    modules: list[str | os.PathLike] | tuple[str | os.PathLike, ...] | None = None,
-    compile: bool = True,  # noqa: A002 - load_model's own argument name
-    safe_mode: bool = True,
-    atol: float = 1e-6,
-    timeout: float = 300.0,
-    strict: bool = True,
-) -> RoundTripReport:
-    """Reload the ``.keras`` file ``path`` in a fresh Python process and compare it with ``model``.
-
-    A fresh process has none of the classes this one defined, so a class
-    that only a notebook cell defines cannot be silently reused. The
-    reloaded model is compared with ``model``: its outputs on ``inputs`` (an
-    array, a list or a dict of arrays; ``training=False``), every variable by
-    path (non-trainable state, untracked ``tf.Variable`` attributes and the
-    optimizer's variables included), and every layer's class and built state
-    (read before the reloaded model is called, since a call would build a
-    layer the reload left unbuilt). With ``strict`` (the default) any
-    difference raises ``ReloadMismatchError`` naming each one; otherwise the
-    report says so (``report.ok``, ``report.problems``).
-
-    The fresh process imports ``modules`` first (module names, or paths of
-    ``.py`` files): the modules that define or register the custom classes,
-    losses and metrics. When ``modules`` is ``None``, it imports the modules
-    of the model's own layer classes. Nothing is written next to ``path``: the
-    inputs and results go through a temporary folder. A file that is not a
-    ``.keras`` archive raises ``NotAKerasFileError``; a ``.keras`` file Keras 2
-    wrote (2.13-2.15) raises ``ReloadFailedError`` naming the route for its
-    version before any process starts; a class the fresh
-    process cannot find, an error while loading, or a run longer than
-    ``timeout`` seconds raises ``ReloadFailedError`` saying what to do.
-
-    Example:
-        >>> model.save("model.keras")                        # doctest: +SKIP
-        >>> round_trip(model, "model.keras", x)              # doctest: +SKIP
-        what      name              here     reloaded  verdict
-        --------  ----------------  -------  --------  -------
-        output    0                 (4, 1)   (4, 1)    equal
-        variable  net/dense/kernel  (3, 1)   (3, 1)    equal
-        ...
-    """
-    import tempfile
-
-    from helpers import round_trip_worker as worker
-
-    text = path_text(path, "Keras file path")
-    _check_keras_archive(text)
-    if not model.built:
-        raise ValueError("the model is not built yet: call it once on data before comparing it with a file")
-    entries = _modules_to_import(model) if modules is None else [path_text(m, "module") for m in modules]
-    entries = [os.path.abspath(m) if m.endswith(".py") else m for m in entries]
-    here, here_arrays = worker.snapshot(model, inputs)
-    layout, input_arrays = worker.pack_inputs(inputs)
-    with tempfile.TemporaryDirectory(prefix="round_trip_") as folder:
-        np.savez(os.path.join(folder, "inputs.npz"), **input_arrays)
-        request = {"path": os.path.abspath(text), "modules": entries, "compile": compile,
-                   "safe_mode": safe_mode, "inputs": layout}
-        with open(os.path.join(folder, "request.json"), "w", encoding="utf-8") as file:
-            json.dump(request, file)
-        try:
-            finished = _run_worker(["reload", folder], folder, timeout)
-        except subprocess.TimeoutExpired:
-            raise ReloadFailedError(text, f"it did not finish within {timeout:g} s and was stopped; "
-                                          "pass a larger timeout= for a big model") from None
-        result_file = os.path.join(folder, "result.json")
-        if not os.path.isfile(result_file):
-            last = (finished.stderr.strip().splitlines() or ["no message"])[-1]
-            raise ReloadFailedError(text, f"the process ended with code {finished.returncode}: {last}")
-        with open(result_file, encoding="utf-8") as file:
-            there = json.load(file)
-        if "error" in there:
-            raise ReloadFailedError(text, _failure_reason(there, model, entries))
-        with np.load(os.path.join(folder, "arrays.npz")) as data:
-            there_arrays = {key: data[key] for key in data.files}
-    report = _compare(text, here, here_arrays, there, there_arrays, atol)
-    if strict and not report.ok:
-        raise ReloadMismatchError(text, report.problems, report)
-    return report
-
-
-def _check_keras_archive(text: str) -> None:
-    """``NotAKerasFileError`` unless ``text`` is a ``.keras`` zip archive with a model configuration."""
-    if not os.path.exists(text):
-        raise NotAKerasFileError(text, "no such file or folder")
-    if text.endswith((".weights.h5", ".weights.json")):
-        raise NotAKerasFileError(text, "a weights-only file: round_trip reloads a whole model; save it with "
-                                       "model.save('name.keras'), or check a weights file with missing_from_file")
-    if os.path.isdir(text) or not text.endswith(".keras"):
-        raise NotAKerasFileError(text, "round_trip reloads a .keras archive (model.save('name.keras'))")
-    try:
-        with zipfile.ZipFile(text) as archive:
-            check_archive_sizes(archive, text)
-            names = archive.namelist()
-            version, module = _keras2_archive(archive) if "config.json" in names else ("", "")
-    except (zipfile.BadZipFile, EOFError, OSError) as error:
-        raise NotAKerasFileError(text, f"not a zip archive, or a truncated one ({first_line(error)})") from None
-    if "config.json" not in names:
-        raise NotAKerasFileError(text, "the archive has no 'config.json': not a Keras 3 model file")
-    if version:
-        raise ReloadFailedError(text, _keras2_route(version, module))
-
-
-def _keras2_archive(archive: zipfile.ZipFile) -> tuple[str, str]:
-    """The Keras 2 version that wrote a ``.keras`` archive and its model's module; ``("", "")`` for Keras 3."""
-    try:
-        version = str(json.loads(archive.read("metadata.json")).get("keras_version", ""))
-        module = str(json.loads(archive.read("config.json")).get("module", ""))
-    except (KeyError, ValueError, AttributeError):
-        return "", ""  # no or odd metadata: let Keras 3 itself try
-    return (version, module) if version.startswith("2.") else ("", "")
-
-
-def _keras2_route(version: str, module: str) -> str:
-    """Why Keras 3 cannot reload a Keras 2 ``.keras`` archive, and the route that works for its version."""
-    where = f" (its model class is in {module!r})" if module else ""
-    head = f"a .keras file written by Keras {version}{where}: Keras 3 cannot rebuild Keras 2 classes. "
-    minor = version.split(".")[1] if version.count(".") else ""
-    if minor.isdigit() and int(minor) >= 14:
-        return head + ("Build the model in Keras 3 code (same layer names) and call model.load_weights(path): "
-                       "Keras 3 reads the weights of a Keras 2.14/2.15 .keras file")
-    return head + ("Keras 2.12/2.13 numbered its layers otherwise: "
-                   "helpers.keras2.renumber_keras2_zip_weights(path, 'm.weights.h5') writes its weights as Keras 3 "
-                   "counts, then model.load_weights('m.weights.h5') into the model built in Keras 3 code (chapter 13)")
-
-
-def _modules_to_import(model: keras.Model) -> list[str]:
-    found: list[str] = []
-    for layer in model._flatten_layers(include_self=True, recursive=True):
-        module = type(layer).__module__
-        if module.split(".")[0] in _LIBRARY_MODULES or module in ("__main__", "__mp_main__"):
-            continue
-        # A top-level module loaded from a file (a notebook's work folder) goes by its path, so that the fresh
-        # process finds it wherever it runs; a module in a package goes by its name.
-        file = getattr(sys.modules.get(module), "__file__", None) or ""
-        entry = file if "." not in module and file.endswith(".py") else module
-        if entry not in found:
-            found.append(entry)
-    return found
-
-
-def _failure_reason(there: dict, model: keras.Model, entries: list[str]) -> str:
-    if there["error"] == "import":
-        return f"importing {there['module']!r} failed ({there['message']}); pass modules= that import cleanly"
-    if there["error"] == "not_found":
-        name = there["name"].split(">")[-1]
-        defined = [type(layer) for layer in model._flatten_layers(include_self=True, recursive=True)
-                   if type(layer).__name__ == name]
-        where = ""
-        if defined and defined[0].__module__ in ("__main__", "__mp_main__"):
-            where = " It is defined in this notebook or script (__main__), which a fresh process cannot import."
-        tried = f" (imported: {', '.join(entries)})" if entries else " (no module was imported)"
-        return (f"it cannot find the {there['kind']} {there['name']!r}{tried}.{where} Put the {there['kind']} "
-                "in a .py module, register it there with @keras.saving.register_keras_serializable(), and pass "
-                "modules=['that_module'] or the file's path")
-    return there["message"]
-
-
-def _compare(text: str, here: dict, here_arrays: dict, there: dict, there_arrays: dict, atol: float) -> RoundTripReport:
-    rows: list[RoundTripRow] = []
-    worst = 0.0
-    for i in range(max(here["outputs"], there["outputs"])):
-        a, b = here_arrays.get(f"o{i}"), there_arrays.get(f"o{i}")
-        if a is None or b is None:
-            rows.append(RoundTripRow("output", str(i), _describe(a), _describe(b), "missing" if b is None else "unexpected"))
-            continue
-        same, difference = _within(a, b, atol)
-        worst = max(worst, difference)
-        rows.append(RoundTripRow("output", str(i), _format_shape(a.shape), _format_shape(b.shape),
-                                 "equal" if same else "differs"))
-    theirs = {v["name"]: v for v in there["variables"]}
-    mine = {v["name"]: v for v in here["variables"]}
-    for name, variable in mine.items():
-        a = here_arrays[variable["key"]]
-        if name not in theirs:
-            rows.append(RoundTripRow("variable", name, _describe(a), "-", "missing"))
-            continue
-        b = there_arrays[theirs[name]["key"]]
-        same, _ = _within(a, b, atol)
-        rows.append(RoundTripRow("variable", name, _describe(a), _describe(b), "equal" if same else "differs"))
-    for name in theirs.keys() - mine.keys():
-        rows.append(RoundTripRow("variable", name, "-", _describe(there_arrays[theirs[name]["key"]]), "unexpected"))
-    reloaded_layers = {layer["path"]: layer for layer in there["layers"]}
-    for layer in here["layers"]:
-        other = reloaded_layers.get(layer["path"])
-        short = layer["class"].rsplit(".", 1)[-1]
-        if other is None:
-            rows.append(RoundTripRow("layer", layer["path"], short, "-", "missing"))
-        elif other["class"] != layer["class"]:
-            rows.append(RoundTripRow("layer", layer["path"], layer["class"], other["class"], "class differs"))
-        elif layer["built"] and not other["built"]:
-            rows.append(RoundTripRow("layer", layer["path"], "built", "unbuilt", "unbuilt"))
-        else:
-            rows.append(RoundTripRow("layer", layer["path"], "built" if layer["built"] else "unbuilt",
-                                     "built" if other["built"] else "unbuilt", "equal"))
-    return RoundTripReport(text, tuple(rows), worst)
-
-
-def _describe(value: np.ndarray | None) -> str:
-    return "-" if value is None else _format_shape(value.shape)
-
-
-def _within(a: np.ndarray, b: np.ndarray, atol: float) -> tuple[bool, float]:
-    """Whether ``a`` and ``b`` agree within ``atol`` (exactly for non-floats), and by how much they differ."""
-    if a.shape != b.shape or a.dtype.kind != b.dtype.kind:
-        return False, math.inf
-    if a.dtype.kind not in "fc":
-        return bool(np.array_equal(a, b)), 0.0 if np.array_equal(a, b) else math.inf
-    difference = float(np.max(np.abs(a - b))) if a.size else 0.0
-    return bool(np.allclose(a, b, rtol=0.0, atol=atol, equal_nan=True)), difference

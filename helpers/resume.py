@@ -18,7 +18,9 @@ Recipes:
   what half-written leftovers lie beside them;
 * ``run_worker(...)``, ``crash_and_resume(...)``, ``run_two_workers(...)``,
   ``time_saves(...)``: the harness the notebook uses to run training in fresh
-  processes, kill them, and time saves.
+  processes (``helpers.fresh_process`` starts them; each runs
+  ``helpers.resume_worker.run``, named as a string, as that module imports this
+  one), kill them, and time saves.
 
 Example:
     >>> import tensorflow as tf
@@ -32,22 +34,14 @@ Example:
 
 from __future__ import annotations
 
-import atexit
 import hashlib
-import json
 import os
 import random
-import select
-import shutil
-import signal
 import socket
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import keras
 import numpy as np
@@ -57,8 +51,8 @@ from tensorflow.core.protobuf.trackable_object_graph_pb2 import TrackableObjectG
 
 from helpers.errors import NotACheckpointError, NotWritableError, TrainingStateError
 from helpers.files import refuse_glob_characters, refuse_unwritable
+from helpers.fresh_process import FreshProcess, FreshProcessError, fork_workers, start_fresh_process
 from helpers.inspection import OBJECT_GRAPH_KEY, open_checkpoint, read_tensor
-from helpers.workers import fork_workers
 
 __all__ = [
     "FolderAudit",
@@ -68,7 +62,10 @@ __all__ = [
     "checkpoint_misfits",
     "crash_and_resume",
     "fit_with_interruption",
+    "fork_workers",
     "free_ports",
+    "naive_audit",
+    "naive_files",
     "run_two_workers",
     "run_worker",
     "state_digest",
@@ -76,6 +73,7 @@ __all__ = [
     "time_saves",
     "train_resumably",
     "untracked_variables",
+    "walk_objects",
 ]
 
 
@@ -88,8 +86,14 @@ def _children(obj: object) -> dict[str, object]:
     return dict(tf.train.TrackableView(obj).children(obj))
 
 
-def _walk(root: object) -> list[tuple[str, object]]:
-    """Every object reachable from ``root``, breadth first, children in name order, each once."""
+def walk_objects(root: object) -> list[tuple[str, object]]:
+    """Every object reachable from ``root`` as ``(path, object)``, breadth first, children in name order, each once.
+
+    Example:
+        >>> step = tf.Variable(0)
+        >>> [path for path, _ in walk_objects(tf.train.Checkpoint(step=step, again=step))]
+        ['', 'again']
+    """
     seen: set[int] = set()
     found: list[tuple[str, object]] = []
     queue: list[tuple[str, object]] = [("", root)]
@@ -241,7 +245,7 @@ def state_digest(*trackables: object) -> str:
                 "(a model, layer, optimizer, tf.Variable, tf.random.Generator, tf.data iterator or tf.train.Checkpoint)"
             )
         pieces = 0
-        for path, obj in _walk(root):
+        for path, obj in walk_objects(root):
             key = f"{position}/{path}"
             if isinstance(obj, _VARIABLES):
                 value = obj.numpy()
@@ -318,14 +322,17 @@ def train_resumably(
         >>> step = tf.Variable(0, dtype=tf.int64)
         >>> w = tf.Variable(1.0)
         >>> ckpt = tf.train.Checkpoint(step=step, w=w)
-        >>> train_resumably(ckpt, step, lambda: w.assign(w * 2), "run", 3)  # doctest: +SKIP
-        'run/ckpt-3'
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     os.path.basename(train_resumably(ckpt, step, lambda: w.assign(w * 2), folder, 3))
+        'ckpt-3'
+        >>> int(step), float(w)
+        (3, 8.0)
     """
     if not isinstance(step, tf.Variable) or not step.dtype.is_integer:
         raise TrainingStateError(f"step must be an integer tf.Variable, got {type(step).__name__}")
     if not isinstance(checkpoint, tf.train.Checkpoint):
         raise TrainingStateError(f"checkpoint must be a tf.train.Checkpoint, got {type(checkpoint).__name__}")
-    if not any(obj is step for _, obj in _walk(checkpoint)):
+    if not any(obj is step for _, obj in walk_objects(checkpoint)):
         raise TrainingStateError("the checkpoint does not track `step`: add it, e.g. tf.train.Checkpoint(..., step=step)")
     for name, value in (("total_steps", total_steps), ("save_every", save_every), ("max_to_keep", max_to_keep)):
         if isinstance(value, bool) or not isinstance(value, int) or value < (0 if name == "total_steps" else 1):
@@ -389,8 +396,9 @@ def checkpoint_misfits(checkpoint: tf.train.Checkpoint, prefix: str | os.PathLik
 
     Example:
         >>> step = tf.Variable(0, dtype=tf.int64)
-        >>> path = tf.train.Checkpoint(step=step).write("fit/ckpt")              # doctest: +SKIP
-        >>> checkpoint_misfits(tf.train.Checkpoint(step=step, w=tf.Variable(1.0)), path)  # doctest: +SKIP
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     path = tf.train.Checkpoint(step=step).save(os.path.join(folder, "ckpt"))
+        ...     checkpoint_misfits(tf.train.Checkpoint(step=step, w=tf.Variable(1.0)), path)
         ["'w' has no saved value"]
     """
     prefix_text = os.fspath(prefix)
@@ -431,7 +439,7 @@ def checkpoint_misfits(checkpoint: tf.train.Checkpoint, prefix: str | os.PathLik
                 problems.append(f"{paths[node_id]!r} is {saved_dtype.name if saved_dtype else '?'}{list(saved_shape)} "
                                 f"in the checkpoint, {tf.as_dtype(obj.dtype).name}{list(obj.shape)} in this run")
     matched = {id(obj) for obj in live.values()}
-    for path, obj in _walk(checkpoint):
+    for path, obj in walk_objects(checkpoint):
         if isinstance(obj, _VARIABLES) and id(obj) not in matched and "<variables>" not in path:
             problems.append(f"{path!r} has no saved value")
     return problems
@@ -494,8 +502,12 @@ def audit_checkpoint_folder(directory: str | os.PathLike) -> FolderAudit:
     a missing folder; a folder with no state file yet gives ``latest=None``.
 
     Example:
-        >>> audit_checkpoint_folder("run").ok     # doctest: +SKIP
-        True
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     manager = tf.train.CheckpointManager(tf.train.Checkpoint(w=tf.Variable(1.0)), folder, 2)
+        ...     _ = manager.save()
+        ...     audit = audit_checkpoint_folder(folder)
+        >>> audit.latest, audit.ok
+        ('ckpt-1', True)
     """
     folder = os.fspath(directory)
     if not os.path.isdir(folder):
@@ -528,171 +540,69 @@ def audit_checkpoint_folder(directory: str | os.PathLike) -> FolderAudit:
 # --------------------------------------------------------------------------- processes
 
 
-def _worker_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    env = dict(os.environ)
-    root = str(Path(__file__).resolve().parent.parent)
-    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    env.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
-    env.pop("TF_CONFIG", None)
-    env.update(extra or {})
-    return env
+def naive_files(folder: str) -> dict[str, str]:
+    """The three NumPy files the naive saver of notebook 11 writes in place, by name.
 
-
-def _worker_command(args: Sequence[str]) -> list[str]:
-    return [sys.executable, "-m", "helpers.resume_worker", *map(str, args)]
-
-
-def _last_json(text: str) -> dict:
-    for line in reversed(text.splitlines()):
-        if line.startswith("{"):
-            return json.loads(line)
-    raise RuntimeError("the worker printed no result")
-
-
-_server: subprocess.Popen | None = None
-
-
-def _stop_server() -> None:
-    """End the fork server (and the workers it runs): at exit, and before starting a new one."""
-    global _server
-    server, _server = _server, None
-    if server is None or server.poll() is not None:
-        return
-    try:
-        assert server.stdin is not None
-        server.stdin.close()  # its end of file: it kills its workers and exits
-        server.wait(timeout=5)
-    except (OSError, subprocess.TimeoutExpired):
-        server.kill()
-        server.wait()
-
-
-def _fork_server() -> subprocess.Popen:
-    """The one ``helpers.resume_worker serve`` process of this process, started on first use (Linux).
-
-    It pays TensorFlow's import once (seconds on a small machine); each worker is then a
-    process forked from it, fresh but for the imported modules. It ends, killing the workers
-    still running, when this process exits or dies (its stdin closes, its parent changes).
+    Example:
+        >>> sorted(naive_files("run"))
+        ['slots', 'step', 'weights']
     """
-    global _server
-    if _server is None or _server.poll() is not None:
-        _stop_server()
-        _server = subprocess.Popen(
-            _worker_command(["serve"]), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL, text=True, env=_worker_env(),
-        )
-        assert _server.stdout is not None
-        if _server.stdout.readline().strip() != "ready":
-            _stop_server()
-            raise RuntimeError("the worker server did not start")
-    return _server
+    return {name: os.path.join(folder, name + ".npy") for name in ("weights", "slots", "step")}
 
 
-atexit.register(_stop_server)
+def naive_audit(folder: str) -> dict:
+    """Can the naive files be loaded, and were they written at the same step?
 
-
-class _ForkedWorker:
-    """One worker process (forked by the fork server) running ``resume_worker ARGS``."""
-
-    def __init__(self, args: Sequence[object]) -> None:
-        self.args = [str(a) for a in args]
-        self.folder = tempfile.mkdtemp(prefix="resume_worker_")
-        paths = {name: os.path.join(self.folder, name) for name in ("out", "err", "code")}
-        os.mkfifo(paths["out"])
-        server = _fork_server()
-        assert server.stdin is not None and server.stdout is not None
-        server.stdin.write(json.dumps({"args": self.args, "cwd": os.getcwd(), **paths}) + "\n")
-        server.stdin.flush()
-        reply = server.stdout.readline().split()
-        if len(reply) != 2 or reply[0] != "pid":
-            raise RuntimeError("the worker server failed to start a worker")
-        self.pid = int(reply[1])
-        self.paths = paths
-        self.stdout = open(paths["out"])  # the child opens the other end first thing
-
-    def kill(self) -> None:
+    Example:
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     naive_audit(folder)
+        {'loads': False, 'consistent': False, 'weights': 'missing', 'slots': 'missing', 'step': 'missing'}
+    """
+    stamps = {}
+    for name, path in naive_files(folder).items():
         try:
-            os.kill(self.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-
-    def finish(self, timeout: float) -> tuple[str, int | None, str]:
-        """Its remaining output, exit code (None if killed or timed out) and error output."""
-        chunks, deadline = [], time.monotonic() + timeout
-        fd = self.stdout.fileno()
-        while True:
-            ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
-            if not ready:
-                self.kill()
-                break
-            chunk = os.read(fd, 65536)
-            if not chunk:
-                break
-            chunks.append(chunk.decode())
-        self.stdout.close()
-        try:
-            code = int(Path(self.paths["code"]).read_text())
-        except (OSError, ValueError):
-            code = None
-        err = Path(self.paths["err"]).read_text() if os.path.exists(self.paths["err"]) else ""
-        shutil.rmtree(self.folder, ignore_errors=True)
-        return "".join(chunks), code, err
+            value = np.load(path, allow_pickle=True)
+            stamps[name] = int(value) if name == "step" else int(value[-1])
+        except FileNotFoundError:
+            stamps[name] = "missing"
+        except Exception:  # noqa: BLE001: any failure to parse is what we report
+            stamps[name] = "unreadable"
+    numbers = [s for s in stamps.values() if isinstance(s, int)]
+    loads = len(numbers) == len(stamps)
+    return {"loads": loads, "consistent": loads and len(set(numbers)) == 1, **stamps}
 
 
-class _SpawnedWorker:
-    """One fresh ``python -m helpers.resume_worker ARGS`` process (any platform; pays the import)."""
-
-    def __init__(self, args: Sequence[object]) -> None:
-        self.args = [str(a) for a in args]
-        self.killed = False
-        self.errors = tempfile.TemporaryFile()  # a file, not a pipe: a full pipe would stall the worker
-        self.process = subprocess.Popen(_worker_command(self.args), stdout=subprocess.PIPE,
-                                        stderr=self.errors, text=True, env=_worker_env())
-        self.pid = self.process.pid
-        self.stdout = self.process.stdout
-
-    def kill(self) -> None:
-        if self.process.poll() is None:
-            self.killed = True
-            self.process.kill()  # SIGKILL on POSIX, TerminateProcess on Windows
-
-    def finish(self, timeout: float) -> tuple[str, int | None, str]:
-        """Its remaining output, exit code (None if killed or timed out) and error output."""
-        try:
-            out, _ = self.process.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            self.kill()
-            out, _ = self.process.communicate()
-        self.errors.seek(0)
-        err = self.errors.read().decode(errors="replace")
-        self.errors.close()
-        return out or "", None if self.killed else self.process.returncode, err
+WORKER = "helpers.resume_worker:run"  # what a fresh process runs: named, not imported (it imports this module)
 
 
-def _start_worker(args: Sequence[object]) -> _ForkedWorker | _SpawnedWorker:
-    """A worker running ``resume_worker ARGS``: forked on Linux, a fresh process elsewhere."""
-    return _ForkedWorker(args) if fork_workers() else _SpawnedWorker(args)
+def _start_worker(args: Sequence[object]) -> FreshProcess:
+    """A fresh process running ``helpers.resume_worker.run(ARGS)`` (see ``helpers.fresh_process``)."""
+    return start_fresh_process(WORKER, [str(arg) for arg in args])
 
 
 def run_worker(*args: object, timeout: float = 120) -> dict:
-    """Run ``python -m helpers.resume_worker ARGS`` in a fresh process; its JSON result.
+    """Run ``helpers.resume_worker.run(ARGS)`` in a fresh process; its report.
 
     On Linux the process is forked from a server that has imported TensorFlow once, so it
     starts in milliseconds, with no TensorFlow state of its own; elsewhere (or with
-    ``COURSE_WORKERS=spawn``) it is a new interpreter. Raises ``RuntimeError`` with the end of
-    the worker's error output if it fails.
+    ``COURSE_WORKERS=spawn``) it is a new interpreter. Raises ``FreshProcessError`` with the
+    worker's error if it fails, or after ``timeout`` seconds.
 
     Example:
-        >>> run_worker("train", "--dir", "run", "--steps", 8)["step"]   # doctest: +SKIP
-        8
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     run_worker("train", "--dir", folder, "--steps", 3, "--width", 4)["step"]
+        3
     """
-    worker = _start_worker(args)
-    out, code, err = worker.finish(timeout)
-    if code != 0:
-        what = f"failed with code {code}" if code is not None else f"did not end within {timeout} s"
-        raise RuntimeError(f"worker {args[0]!r} {what}:\n" + err[-1500:])
-    return _last_json(out)
+    return _start_worker(args).result(timeout)
+
+
+def _end(process: FreshProcess) -> None:
+    """Kill a worker and wait for it: its end (killed, failed or finished) is not news here."""
+    process.kill()
+    try:
+        process.result(timeout=30)
+    except FreshProcessError:
+        pass
 
 
 def crash_and_resume(
@@ -712,10 +622,12 @@ def crash_and_resume(
     10-50 ms after the announcement (often after the save ended).
     ``width`` sizes the model: wider means longer saves. After each kill the
     folder is audited (``audit_checkpoint_folder``, or for ``naive=True``
-    the worker's own check of its plain files). Returns one row per kill.
+    ``naive_audit``). Returns one row per kill.
 
     Example:
-        >>> rows = crash_and_resume("crashy", kills=2)   # doctest: +SKIP
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     [row["latest_loads"] for row in crash_and_resume(folder, kills=1, steps=6, width=4)]
+        [True]
     """
     if kills < 1:
         raise ValueError(f"kills must be at least 1, got {kills!r}")
@@ -728,22 +640,15 @@ def crash_and_resume(
         saves_to_wait = rng.randint(2, 4)  # the first save of a start completes
         between = rng.random() < 1 / 3
         delay = rng.uniform(0.0, 0.04)
-        seen, killed_at, deadline = 0, None, time.monotonic() + timeout
-        assert process.stdout is not None
-        for line in process.stdout:
-            if time.monotonic() > deadline:
+        seen, killed_at = 0, None
+        for message in process.messages(timeout):
+            seen += 1
+            if seen == saves_to_wait:
+                time.sleep(0.01 + delay if between else delay)
+                killed_at = int(str(message).split()[1])
                 break
-            if line.startswith("saving"):
-                seen += 1
-                if seen == saves_to_wait:
-                    time.sleep(0.01 + delay if between else delay)
-                    killed_at = int(line.split()[1])
-                    break
-        process.kill()
-        process.finish(timeout=30)
+        _end(process)
         if naive:
-            from helpers.resume_worker import naive_audit
-
             report = naive_audit(folder)
         else:
             audit = audit_checkpoint_folder(folder)
@@ -776,32 +681,23 @@ def run_two_workers(directory: str | os.PathLike, steps: int = 6, timeout: float
     Each worker gets a ``TF_CONFIG`` naming both (ports chosen now), trains
     ``steps`` steps and saves: the chief into ``directory/chief``, the other
     into a temporary folder it deletes. Both are killed after ``timeout``
-    seconds, so the call always returns. Returns each worker's JSON report.
+    seconds, so the call always returns. Returns each worker's report.
 
     Example:
-        >>> [r["role"] for r in run_two_workers("multi")]   # doctest: +SKIP
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     [report["role"] for report in run_two_workers(folder, steps=1)]
         ['chief', 'worker']
     """
     folder = os.fspath(directory)
     ports = ",".join(map(str, free_ports(2)))
-    processes = [
-        _start_worker(["multiworker", "--dir", folder, "--steps", steps, "--index", index, "--ports", ports])
-        for index in (0, 1)
-    ]
-    reports = []
+    processes = [_start_worker(["multiworker", "--dir", folder, "--steps", steps, "--index", index, "--ports", ports])
+                 for index in (0, 1)]
     deadline = time.monotonic() + timeout
-    for process in processes:
-        out, code, err = process.finish(timeout=max(1.0, deadline - time.monotonic()))
-        if code is None:
-            for p in processes:
-                p.kill()
-            raise RuntimeError(f"the workers did not finish within {timeout} s and were stopped")
-        if code != 0:
-            for p in processes:
-                p.kill()
-            raise RuntimeError(f"a worker failed with code {code}:\n{err[-1500:]}")
-        reports.append(_last_json(out))
-    return reports
+    try:
+        return [process.result(max(1.0, deadline - time.monotonic())) for process in processes]
+    finally:
+        for process in processes:
+            process.kill()
 
 
 def time_saves(
@@ -823,8 +719,15 @@ def time_saves(
     ``prefix-<step>``; the call waits for every asynchronous write to end.
 
     Example:
-        >>> times = time_saves(lambda: tf.train.Checkpoint(model=model), step_fn, "timing/ckpt",
-        ...                    options=tf.train.CheckpointOptions())   # doctest: +SKIP
+        >>> w = tf.Variable(1.0)
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     times = time_saves(lambda: tf.train.Checkpoint(w=w), lambda: w.assign_add(1.0),
+        ...                        os.path.join(folder, "ckpt"), steps=4, save_every=2,
+        ...                        options=tf.train.CheckpointOptions())
+        ...     sorted(name for name in os.listdir(folder) if name.endswith(".index"))
+        ['ckpt-2.index', 'ckpt-4.index']
+        >>> times.shape
+        (4,)
     """
     if steps < 1 or save_every < 1:
         raise ValueError(f"steps and save_every must be positive, got {steps!r} and {save_every!r}")
@@ -880,8 +783,17 @@ def fit_with_interruption(
     process builds. Returns that second model after its ``fit``.
 
     Example:
-        >>> resumed = fit_with_interruption(make_model, x, y, "backup", epochs=4,
-        ...                                 batch_size=16, stop_after_batches=9)   # doctest: +SKIP
+        >>> def make_model():
+        ...     keras.utils.set_random_seed(0)
+        ...     model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+        ...     model.compile("sgd", "mse")
+        ...     return model
+        >>> x, y = np.ones((32, 2), "float32"), np.ones((32, 1), "float32")
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     resumed = fit_with_interruption(make_model, x, y, os.path.join(folder, "backup"),
+        ...                                     epochs=2, batch_size=16, stop_after_batches=3)
+        >>> int(resumed.optimizer.iterations)
+        4
     """
     if stop_after_batches < 1:
         raise ValueError(f"stop_after_batches must be at least 1, got {stop_after_batches!r}")

@@ -1,18 +1,24 @@
-"""The training program notebook 11 runs in fresh processes: ``python -m helpers.resume_worker MODE ...``.
+"""The training programs notebook 11 runs in fresh processes, and the runs it builds in its own.
 
-Modes (each prints one JSON line at the end):
+``run(argv)`` is the entry point ``helpers.resume`` calls in a fresh process
+(``call_in_fresh_process("helpers.resume_worker:run", [MODE, ...])``, see ``helpers.fresh_process``);
+it returns a JSON-able dict. Modes:
 
 * ``train``: the resumable run of ``build_run`` through ``helpers.resume.train_resumably``
-  (``--stop-at`` interrupts it, ``--announce`` prints ``saving N`` before each save so that a parent can kill it there);
+  (``--stop-at`` interrupts it, ``--announce`` tells the parent ``saving N`` before each save so
+  that it can kill the process there);
 * ``naive``: the same run saved the naive way, NumPy files written in place;
 * ``multiworker``: one of two ``MultiWorkerMirroredStrategy`` workers on 127.0.0.1.
 
-``python -m helpers.resume_worker serve`` is the fork server ``helpers.resume`` starts once on
-Linux: it imports TensorFlow and Keras (what takes a new process seconds), creates no TensorFlow
-state, then forks one fresh child process per job it reads on stdin (see ``serve``). On macOS and
-Windows (or with ``COURSE_WORKERS=spawn``) each worker is a new ``python -m helpers.resume_worker``.
+``build_run`` and ``build_mw_model`` are importable, so the notebook builds the very same runs in
+its own process. This module imports ``helpers.resume`` (down); ``helpers.resume`` names it only
+as a string, the function a fresh process runs.
 
-``build_run`` is importable, so the notebook builds the very same run in its own process.
+Example:
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     run(["train", "--dir", folder, "--steps", "2", "--width", "4"])["step"]
+    2
 """
 
 from __future__ import annotations
@@ -23,7 +29,10 @@ import os
 import sys
 from dataclasses import dataclass
 
-from helpers.workers import die_with_parent, ignore_fork_warning
+from helpers.fresh_process import tell_parent
+from helpers.resume import naive_audit, naive_files, state_digest, state_table, train_resumably, untracked_variables
+
+__all__ = ["PIECES", "Run", "build_mw_model", "build_run", "naive_audit", "resume_without", "run"]
 
 PIECES = ("model", "optimizer", "step", "generator", "iterator")
 
@@ -46,8 +55,6 @@ class Run:
     def checkpoint(self, leave_out: tuple[str, ...] = ()) -> object:
         """A ``tf.train.Checkpoint`` of every piece but ``leave_out``; "seeds" is Dropout's seed state."""
         import tensorflow as tf
-
-        from helpers.resume import untracked_variables
 
         pieces = self.pieces(leave_out)
         if "seeds" not in leave_out:
@@ -102,12 +109,10 @@ def build_run(width: int = 32, seed: int = 0) -> Run:
 def _train(args: argparse.Namespace) -> dict:
     import tensorflow as tf
 
-    from helpers.resume import state_digest, state_table, train_resumably
-
     tf.config.experimental.enable_op_determinism()
     run = build_run(args.width)
     checkpoint = run.checkpoint()
-    announce = (lambda n: print(f"saving {n}", flush=True)) if args.announce else None
+    announce = (lambda n: tell_parent(f"saving {n}")) if args.announce else None
     train_resumably(checkpoint, run.step, run.train_step, args.dir, args.steps, stop_at=args.stop_at, before_save=announce)
     return {"step": int(run.step), "digest": state_digest(*run.pieces().values()), "pieces": state_table(**run.pieces())}
 
@@ -137,17 +142,13 @@ def resume_without(directory: str, leave_out: tuple[str, ...], stop_at: int, tot
     return second
 
 
-def _naive_paths(folder: str) -> dict[str, str]:
-    return {name: os.path.join(folder, name + ".npy") for name in ("weights", "slots", "step")}
-
-
 def _naive(args: argparse.Namespace) -> dict:
     """Save by writing NumPy files in place, one after another: what a crash does to that."""
     import numpy as np
 
     run = build_run(args.width)
     os.makedirs(args.dir, exist_ok=True)
-    paths = _naive_paths(args.dir)
+    paths = naive_files(args.dir)
     if os.path.exists(paths["step"]):
         for variable, value in zip(run.model.weights, np.load(paths["weights"], allow_pickle=True)):
             variable.assign(value)
@@ -158,31 +159,13 @@ def _naive(args: argparse.Namespace) -> dict:
         run.train_step()
         run.step.assign_add(1)
         if args.announce:
-            print(f"saving {int(run.step)}", flush=True)
+            tell_parent(f"saving {int(run.step)}")
         stamp = int(run.step)
         # each file records the step it was written at, to see mismatches after a crash
         np.save(paths["weights"], np.array([w.numpy() for w in run.model.weights] + [stamp], dtype=object), allow_pickle=True)
         np.save(paths["slots"], np.array([v.numpy() for v in run.optimizer.variables] + [stamp], dtype=object), allow_pickle=True)
         np.save(paths["step"], np.array(stamp))
     return {"step": int(run.step)}
-
-
-def naive_audit(folder: str) -> dict:
-    """Can the naive files be loaded, and were they written at the same step?"""
-    import numpy as np
-
-    stamps = {}
-    for name, path in _naive_paths(folder).items():
-        try:
-            value = np.load(path, allow_pickle=True)
-            stamps[name] = int(value) if name == "step" else int(value[-1])
-        except FileNotFoundError:
-            stamps[name] = "missing"
-        except Exception:  # noqa: BLE001: any failure to parse is what we report
-            stamps[name] = "unreadable"
-    numbers = [s for s in stamps.values() if isinstance(s, int)]
-    loads = len(numbers) == len(stamps)
-    return {"loads": loads, "consistent": loads and len(set(numbers)) == 1, **stamps}
 
 
 def build_mw_model(seed: int = 1):
@@ -204,8 +187,6 @@ def _multiworker(args: argparse.Namespace) -> dict:
     })
     import numpy as np
     import tensorflow as tf
-
-    from helpers.resume import state_digest
 
     options = tf.distribute.experimental.CommunicationOptions(timeout_seconds=30)
     strategy = tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)
@@ -243,115 +224,35 @@ def _multiworker(args: argparse.Namespace) -> dict:
     }
 
 
-def _run_job(job: dict) -> None:
-    """In a forked child: write to the job's files, run ``main(job["args"])``, exit with its code."""
-    import signal
+class _Parser(argparse.ArgumentParser):
+    """Raises ``ValueError`` with argparse's message instead of printing it and exiting."""
 
-    signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # the server's handler would reap our children
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})
-    die_with_parent()
-    out = os.open(job["out"], os.O_WRONLY)  # first: the parent waits for this end to open
-    err = os.open(job["err"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    os.dup2(out, 1)
-    os.dup2(err, 2)
-    os.chdir(job["cwd"])
-    code = 0
-    try:
-        main(job["args"])
-    except SystemExit as exit_:
-        code = exit_.code if isinstance(exit_.code, int) else 1
-    except BaseException:  # noqa: BLE001: the parent reads the traceback
-        import traceback
-
-        traceback.print_exc()
-        code = 1
-    finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        with open(job["code"], "w") as file:
-            file.write(str(code))
-        os._exit(code)
+    def error(self, message: str):  # type: ignore[override]
+        raise ValueError(f"{self.prog}: {message}")
 
 
-def serve() -> None:
-    """Import TensorFlow once, then fork a fresh process for each job line read on stdin (Linux).
+def run(argv: list[str]) -> dict:
+    """Run one mode (``train``, ``naive`` or ``multiworker``) with command-line style ``argv``; its report.
 
-    A job is a JSON line ``{"args": [...], "cwd": DIR, "out": FIFO, "err": FILE, "code": FILE}``; the
-    server answers ``pid N`` with the child's process id and goes on reading, so children run
-    side by side. A child's stdout goes to the FIFO, its stderr to ``err``, and its exit code to
-    ``code``. Each child starts from the imported modules alone: no model, variable or
-    TensorFlow runtime exists before the fork. The server kills the children still running and
-    exits when its stdin closes or its parent process ends (checked every second), and each
-    child is killed if the server dies: nothing outlives the notebook's kernel.
+    Example:
+        >>> run(["train", "--steps", "1"])
+        Traceback (most recent call last):
+        ...
+        ValueError: helpers.resume_worker: the following arguments are required: --dir
     """
-    import select
-    import signal
-
-    import keras  # noqa: F401: imported before the fork, so that no child pays for it
-    import numpy  # noqa: F401
-    import tensorflow  # noqa: F401
-
-    import helpers.resume  # noqa: F401
-
-    ignore_fork_warning()  # the server's stderr goes nowhere: keep the warning out anyway
-    parent, live = os.getppid(), set()
-
-    def reap(signum, frame):  # so that the children's CPU time counts as the server's
-        try:
-            while (pid := os.waitpid(-1, os.WNOHANG)[0]):
-                live.discard(pid)
-        except ChildProcessError:
-            pass
-
-    signal.signal(signal.SIGCHLD, reap)
-    print("ready", flush=True)
-    pending = b""
-    try:
-        while os.getppid() == parent:
-            if not select.select([0], [], [], 1.0)[0]:
-                continue
-            chunk = os.read(0, 65536)
-            if not chunk:
-                break  # stdin closed: the parent ended
-            pending += chunk
-            while b"\n" in pending:
-                line, pending = pending.split(b"\n", 1)
-                job = json.loads(line)
-                sys.stdout.flush()
-                signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})  # reap after live.add
-                pid = os.fork()
-                if pid == 0:
-                    _run_job(job)
-                live.add(pid)
-                signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})
-                print(f"pid {pid}", flush=True)
-    finally:
-        for pid in list(live):
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-
-
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m helpers.resume_worker")
-    parser.add_argument("mode", choices=["train", "naive", "multiworker", "serve"])
-    parser.add_argument("--dir")
+    parser = _Parser(prog="helpers.resume_worker")
+    parser.add_argument("mode", choices=["train", "naive", "multiworker"])
+    parser.add_argument("--dir", required=True)
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--stop-at", type=int, default=None)
     parser.add_argument("--width", type=int, default=32)
     parser.add_argument("--announce", action="store_true")
     parser.add_argument("--index", type=int, default=0)
     parser.add_argument("--ports", default="")
-    args = parser.parse_args(argv)
-    if args.mode != "serve" and args.dir is None:
-        parser.error("the following arguments are required: --dir")
-    if args.mode == "serve":
-        serve()
-        return
-    result = {"train": _train, "naive": _naive, "multiworker": _multiworker}[args.mode](args)
-    print(json.dumps(result), flush=True)
+    args = parser.parse_args([str(arg) for arg in argv])
+    os.environ.pop("TF_CONFIG", None)  # only the multiworker mode sets its own
+    return {"train": _train, "naive": _naive, "multiworker": _multiworker}[args.mode](args)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    print(json.dumps(run(sys.argv[1:])), flush=True)

@@ -12,6 +12,11 @@ TensorFlow's import (about 5 s on a 2-core machine): it is what a learner waits.
 shows the seconds from the kernel being ready to the first output, and the CPU seconds of the
 kernel and the processes it started and waited for (on Linux; a measure that the machine's other
 load inflates less than the wall-clock time).
+
+The first row is the floor: a notebook with only the setup cell and TensorFlow's import, run
+the same way. The ratio column is each chapter's run time over the floor's, measured in the
+same run, so that the machine's load of the moment divides out (the course's goal: every chapter
+within 6x the floor).
 """
 
 from __future__ import annotations
@@ -85,19 +90,41 @@ def run_time(notebook: Path) -> Timing:
         return Timing(seconds, first_output, cpu, cells)
 
 
+FLOOR = "floor"
+
+
+def floor_notebook() -> nbformat.NotebookNode:
+    """The least a chapter can take: a new kernel, the setup cell, and TensorFlow's import.
+
+    Example:
+        >>> [cell.source for cell in floor_notebook().cells]
+        ['from helpers.notebook import start_notebook\\nstart_notebook()', 'import tensorflow as tf']
+    """
+    cells = ["from helpers.notebook import start_notebook\nstart_notebook()", "import tensorflow as tf"]
+    return nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source) for source in cells])
+
+
+def run_floor() -> Timing:
+    """``run_time`` of ``floor_notebook()``."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / f"{FLOOR}.ipynb"
+        nbformat.write(floor_notebook(), path)
+        return run_time(path)
+
+
 def main(argv: list[str]) -> int:
     names = [arg for arg in argv[1:] if not arg.startswith("--")]
     notebooks = [ROOT / "solutions" / f"{Path(name).stem}.ipynb" for name in names] or sorted(
         (ROOT / "solutions").glob("*.ipynb"))
-    print("| chapter | run time (s) | first output (s) | CPU (s) |")
-    print("|---|---|---|---|")
+    print("| chapter | run time (s) | x floor | first output (s) | CPU (s) |")
+    print("|---|---|---|---|---|")
     times = {}
+    floor = run_floor()
+    print(_row(FLOOR, floor, floor.seconds), flush=True)
     for notebook in notebooks:
         timing = run_time(notebook)
         times[notebook.stem] = round(timing.seconds, 1)
-        first = "" if timing.first_output is None else f"{timing.first_output:.1f}"
-        cpu = "" if timing.cpu is None else f"{timing.cpu:.0f}"
-        print(f"| {notebook.stem} | {timing.seconds:.0f} | {first} | {cpu} |", flush=True)
+        print(_row(notebook.stem, timing, floor.seconds), flush=True)
         if "--cells" in argv:
             for index, seconds in sorted(timing.cells, key=lambda pair: -pair[1])[:12]:
                 print(f"    cell {index}: {seconds:.1f} s", flush=True)
@@ -106,6 +133,13 @@ def main(argv: list[str]) -> int:
         known = json.loads(path.read_text()) if path.exists() else {}
         path.write_text(json.dumps({**known, **times}, indent=2, sort_keys=True) + "\n")
     return 0
+
+
+def _row(name: str, timing: Timing, floor: float) -> str:
+    """One line of the table: seconds, ratio to the floor's seconds, first output, CPU."""
+    first = "" if timing.first_output is None else f"{timing.first_output:.1f}"
+    cpu = "" if timing.cpu is None else f"{timing.cpu:.0f}"
+    return f"| {name} | {timing.seconds:.1f} | {timing.seconds / floor:.1f} | {first} | {cpu} |"
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ import numpy as np
 import tensorflow as tf
 
 from helpers.checks import Hint, exercise_check, require
-from helpers.resume import _walk, state_table
+from helpers.resume import state_table, walk_objects
 
 __all__ = [
     "check_ema_predictions",
@@ -86,8 +86,8 @@ _SECTION_3 = "section 3, 'Each piece, left out'"
 
 def _missing_piece_hint(checkpoint: tf.train.Checkpoint, state: _State) -> Hint | None:
     """A hint in two steps for the first piece of ``state`` the checkpoint does not reach, or None."""
-    # _walk also adds Keras's untracked variables, which a checkpoint would NOT save: use its children only
-    reached = {id(obj) for path, obj in _walk(checkpoint) if "<variables>" not in path}
+    # walk_objects also adds Keras's untracked variables, which a checkpoint would NOT save: use its children only
+    reached = {id(obj) for path, obj in walk_objects(checkpoint) if "<variables>" not in path}
     model_vars = state.model.variables
     seeds = [v for v in model_vars if "seed_generator" in v.path]
     stats = [v for v in state.model.non_trainable_variables if "moving" in v.path]

@@ -1,0 +1,156 @@
+"""helpers.fresh_process: the one way the course starts fresh processes (chapters 11, 12, 16)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from helpers.errors import FreshProcessError
+from helpers.fresh_process import call_in_fresh_process, fork_workers, start_fresh_process, tell_parent
+
+LINUX = sys.platform.startswith("linux")
+MODES = [pytest.param("fork", marks=pytest.mark.skipif(not LINUX, reason="the fork server is Linux only")), "spawn"]
+
+
+@pytest.fixture(params=MODES)
+def workers(request, monkeypatch):
+    """Run this test's fresh processes the way named by the parameter (COURSE_WORKERS)."""
+    monkeypatch.setenv("COURSE_WORKERS", request.param)
+    return request.param
+
+
+def announce_and_wait(count: int) -> str:
+    """Run in a child: tell the parent ``count`` times, then sleep."""
+    for n in range(count):
+        tell_parent(f"saving {n}")
+    time.sleep(600)
+    return "never"
+
+
+def raise_key_error() -> None:
+    raise KeyError("gone")
+
+
+def die_by_signal() -> None:
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def keras_state() -> tuple[str, bool, str]:
+    import keras
+
+    marked = hasattr(keras, "MARK")
+    keras.MARK = 1
+    return keras.backend.backend(), marked, os.environ.get("FRESH_PROBE", "")
+
+
+def test_result_and_fresh_state(workers):
+    assert call_in_fresh_process("operator:add", 2, 40) == 42
+    assert call_in_fresh_process("tests.test_fresh_process:keras_state") == ("tensorflow", False, "")
+    assert call_in_fresh_process("tests.test_fresh_process:keras_state")[1] is False  # nothing carried over
+
+
+def test_the_exception_is_carried_over(workers):
+    with pytest.raises(FreshProcessError, match="KeyError: 'gone'") as caught:
+        call_in_fresh_process("tests.test_fresh_process:raise_key_error")
+    assert (caught.value.how, caught.value.error_type) == ("exception", "KeyError")
+    assert "raise_key_error" in caught.value.details and isinstance(caught.value, RuntimeError)
+
+
+def test_a_timeout_kills_the_child(workers):
+    started = time.monotonic()
+    with pytest.raises(FreshProcessError, match="did not finish within 0.5 s") as caught:
+        call_in_fresh_process("time:sleep", 60, timeout=0.5)
+    assert caught.value.how == "timeout" and time.monotonic() - started < 30
+    assert call_in_fresh_process("operator:neg", 1) == -1  # the next call runs
+
+
+def test_a_killed_child_says_how_it_died(workers):
+    with pytest.raises(FreshProcessError, match="killed by SIGKILL") as caught:
+        call_in_fresh_process("tests.test_fresh_process:die_by_signal")
+    assert (caught.value.how, caught.value.code) == ("signal", signal.SIGKILL)
+    with pytest.raises(FreshProcessError, match="exited with code 3"):
+        call_in_fresh_process("sys:exit", 3)
+
+
+def test_messages_then_kill(workers):
+    process = start_fresh_process("tests.test_fresh_process:announce_and_wait", 2)
+    seen = [message for message, _ in zip(process.messages(timeout=120), range(2))]
+    assert seen == ["saving 0", "saving 1"]
+    process.kill()
+    with pytest.raises(FreshProcessError, match="SIGKILL"):
+        process.result(timeout=30)
+
+
+def test_env_switches_the_backend_in_a_new_interpreter(monkeypatch):
+    """A forked server has imported Keras with TensorFlow: another backend needs a new interpreter."""
+    monkeypatch.delenv("COURSE_WORKERS", raising=False)
+    backend, _, probe = call_in_fresh_process("tests.test_fresh_process:keras_state",
+                                              env={"KERAS_BACKEND": "jax", "FRESH_PROBE": "yes"})
+    assert (backend, probe) == ("jax", "yes")
+    assert "FRESH_PROBE" not in os.environ
+    assert call_in_fresh_process("tests.test_fresh_process:keras_state")[0] == "tensorflow"
+
+
+def test_folder_path_environment_and_new_modules(tmp_path, monkeypatch, workers):
+    """The child runs in this folder, sees variables set now and modules written now."""
+    call_in_fresh_process("operator:add", 1, 1)  # the server (if any) started before the file exists
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "fresh_mod_probe.py").write_text("VALUE = 41\n")
+    monkeypatch.setenv("FRESH_PROBE", "set now")
+    assert call_in_fresh_process("os:getcwd") == str(tmp_path)
+    assert call_in_fresh_process("fresh_mod_probe:VALUE.__add__", 1) == 42
+    assert call_in_fresh_process("tests.test_fresh_process:keras_state")[2] == "set now"
+
+
+def test_bad_names_and_settings(monkeypatch):
+    with pytest.raises(FreshProcessError, match="package.module:function"):
+        call_in_fresh_process("os.getcwd")
+    monkeypatch.setenv("COURSE_WORKERS", "threads")
+    with pytest.raises(ValueError, match="COURSE_WORKERS must be 'fork' or 'spawn'"):
+        call_in_fresh_process("os:getcwd")
+    monkeypatch.setattr(sys, "platform", "darwin")
+    monkeypatch.delenv("COURSE_WORKERS")
+    assert not fork_workers()  # fork after importing TensorFlow: unsafe on macOS
+
+
+_PARENT = """
+import multiprocessing.forkserver, os, signal, sys
+from helpers.fresh_process import start_fresh_process
+process = start_fresh_process("tests.test_fresh_process:announce_and_wait", 1)
+assert next(process.messages(timeout=120)) == "saving 0"
+print(multiprocessing.forkserver._forkserver._forkserver_pid, process.pid, flush=True)
+if sys.argv[1] == "kill":
+    os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def _gone(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return True
+    return state in ("Z", "X")  # dead, waiting to be reaped
+
+
+@pytest.mark.skipif(not LINUX, reason="the fork server is Linux only")
+@pytest.mark.parametrize("end", ["exit", "kill"])
+def test_server_and_children_end_with_their_parent(tmp_path, end):
+    """A kernel that exits, or is killed, leaves neither the server nor a running child behind."""
+    root = str(Path(__file__).resolve().parent.parent)
+    env = {**os.environ, "PYTHONPATH": root, "PYTHONWARNINGS": "error::DeprecationWarning",
+           "TF_CPP_MIN_LOG_LEVEL": "3", "COURSE_WORKERS": "fork"}
+    done = subprocess.run([sys.executable, "-c", _PARENT, end], env=env, capture_output=True, text=True,
+                          timeout=300, cwd=root)
+    assert done.returncode == (-signal.SIGKILL if end == "kill" else 0), done.stderr[-2000:]
+    assert "DeprecationWarning" not in done.stderr  # Python 3.12+ warns at a fork with threads
+    pids = [int(word) for word in done.stdout.split()]
+    deadline = time.monotonic() + 30
+    while not all(_gone(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert len(pids) == 2 and all(_gone(pid) for pid in pids), pids
