@@ -8,8 +8,9 @@ value in the file itself, runs the model on the same inputs, and compares the ou
 backends. When a layer cannot be loaded or run in a backend, ``BackendMismatchError`` names it,
 the reason and the fix.
 
-The children run ``helpers.backends_worker.reload_in_backend`` (named by a string, so that
-imports run one way: this module never imports the worker's backend-dependent code).
+The children run ``helpers.backends_worker.reload_in_backend`` through
+``helpers.fresh_process.call_in_fresh_process`` (named by a string: the worker imports this
+module, never the reverse).
 """
 
 from __future__ import annotations
@@ -27,9 +28,10 @@ from typing import Any
 import numpy as np
 
 from helpers.errors import BackendMismatchError, NotAKerasFileError
-from helpers.round_trip_worker import pack_inputs
+from helpers.fresh_process import call_in_fresh_process
 
-__all__ = ["BackendMismatchError", "BackendReport", "BackendRow", "check_across_backends", "backend_available"]
+__all__ = ["BackendMismatchError", "BackendReport", "BackendRow", "backend_available", "check_across_backends",
+           "pack_inputs", "unpack_inputs"]
 
 WORKER = "helpers.backends_worker:reload_in_backend"
 PACKAGE = {"tensorflow": "tensorflow", "jax": "jax", "torch": "torch", "numpy": "numpy"}
@@ -68,6 +70,31 @@ class BackendReport:
             stored = "0" if row.variable_difference == 0 else f"{row.variable_difference:.1e}"
             lines.append(f"{row.backend:<11} {row.variables:>9} {row.optimizer_variables:>17} {stored:>19} {verdict:>22}")
         return "\n".join(lines)
+
+
+def pack_inputs(inputs: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """``inputs`` (an array, a list or tuple of arrays, or a dict of them) as named arrays and a layout.
+
+    Example:
+        >>> layout, arrays = pack_inputs({"a": [1.0], "b": [2.0]})
+        >>> unpack_inputs(layout, arrays)["b"]
+        array([2.])
+    """
+    if isinstance(inputs, dict):
+        keys = [str(key) for key in inputs]
+        return {"kind": "dict", "keys": keys}, {f"x{i}": np.asarray(inputs[k]) for i, k in enumerate(inputs)}
+    if isinstance(inputs, (list, tuple)):
+        return {"kind": "list", "count": len(inputs)}, {f"x{i}": np.asarray(v) for i, v in enumerate(inputs)}
+    return {"kind": "array"}, {"x0": np.asarray(inputs)}
+
+
+def unpack_inputs(layout: dict[str, Any], arrays: Any) -> Any:
+    """The inverse of ``pack_inputs``."""
+    if layout["kind"] == "dict":
+        return {key: arrays[f"x{i}"] for i, key in enumerate(layout["keys"])}
+    if layout["kind"] == "list":
+        return [arrays[f"x{i}"] for i in range(layout["count"])]
+    return arrays["x0"]
 
 
 def backend_available(backend: str) -> bool:
@@ -115,32 +142,6 @@ def _problems(backend: str, result: dict[str, Any], modules: Sequence[str]) -> l
     return [f"{backend}: the file fails while {failure['stage']}ing: {_clean(failure['message'])}"]
 
 
-def call_in_fresh_process(function: str, *args: Any, env: dict[str, str] | None = None,
-                          timeout: float | None = None) -> Any:
-    """Run ``package.module:function`` in a new interpreter (temporary, until helpers.fresh_process)."""
-    import pickle
-    import subprocess
-    import sys
-
-    with tempfile.TemporaryDirectory(prefix="fresh-") as folder:
-        request, answer = os.path.join(folder, "request.pkl"), os.path.join(folder, "answer.pkl")
-        with open(request, "wb") as file:
-            pickle.dump((function, args), file)
-        code = ("import importlib, pickle, sys\n"
-                "function, args = pickle.load(open(sys.argv[1], 'rb'))\n"
-                "module, name = function.split(':')\n"
-                "result = getattr(importlib.import_module(module), name)(*args)\n"
-                "pickle.dump(result, open(sys.argv[2], 'wb'))\n")
-        environment = {**os.environ, **(env or {})}
-        done = subprocess.run([sys.executable, "-c", code, request, answer], env=environment,
-                              capture_output=True, text=True, timeout=timeout, cwd=os.getcwd())
-        if done.returncode != 0:
-            lines = [line for line in done.stderr.splitlines() if line.strip()][-3:]
-            raise RuntimeError(f"a fresh process for {function} failed: {' '.join(lines)}")
-        with open(answer, "rb") as file:
-            return pickle.load(file)
-
-
 def _run_child(backend: str, path: str, inputs_file: str, layout: dict, modules: list[str],
                timeout: float) -> dict[str, Any]:
     env = {"KERAS_BACKEND": backend, "TF_CPP_MIN_LOG_LEVEL": "3"}
@@ -167,13 +168,12 @@ def check_across_backends(path: str | os.PathLike, inputs: Any, backends: Iterab
 
     Example:
         >>> import keras
-        >>> folder = tempfile.mkdtemp()
+        >>> path = os.path.join(tempfile.mkdtemp(), "m.keras")
         >>> model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2, name="out")])
         >>> model.compile("adam", "mse")
-        >>> model.fit(np.ones((4, 3)), np.ones((4, 2)), verbose=0).history["loss"] != []
-        True
-        >>> report = check_across_backends(os.path.join(folder, "m.keras") if model.save(
-        ...     os.path.join(folder, "m.keras")) is None else "", np.ones((2, 3), "float32"))
+        >>> history = model.fit(np.ones((4, 3)), np.ones((4, 2)), verbose=0)
+        >>> model.save(path)
+        >>> report = check_across_backends(path, np.ones((2, 3), "float32"))
         >>> [(row.backend, row.variables, row.optimizer_variables, row.variable_difference) for row in report.rows]
         [('tensorflow', 8, 6, 0.0), ('jax', 8, 6, 0.0)]
     """

@@ -214,7 +214,7 @@ def reload_in_backend(path: str, inputs_file: str, layout: dict[str, Any], modul
     import keras
     import numpy as np
 
-    from helpers.round_trip_worker import unpack_inputs
+    from helpers.backends import unpack_inputs
 
     keras.config.disable_traceback_filtering()
     result.update(backend=keras.backend.backend(), keras=keras.__version__)

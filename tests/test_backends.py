@@ -10,7 +10,8 @@ import keras
 import numpy as np
 import pytest
 
-from helpers.backends import BackendMismatchError, call_in_fresh_process, check_across_backends
+from helpers.backends import BackendMismatchError, check_across_backends
+from helpers.fresh_process import call_in_fresh_process
 from helpers.errors import NotAKerasFileError
 
 LAYERS = textwrap.dedent('''
