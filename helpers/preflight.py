@@ -3,7 +3,8 @@
 Run it before a workshop (instructors ask every learner to). It checks, in about
 half a minute, everything the chapters need: the Python version, the pinned
 TensorFlow and Keras, a checkpoint written and read back, a Keras model saved
-and loaded, Keras 2 and the JAX backend each in a process of its own, plotting, and a Jupyter kernel that starts and runs code. Each line
+and loaded, Keras 2 and the JAX backend each in a process of its own, plotting,
+and a Jupyter kernel that starts and runs code. Each line
 says what was checked; a failure says what to do.
 
 Example:
