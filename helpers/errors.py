@@ -22,7 +22,9 @@ NotAKerasFileError`` works as well).
   ``NotAModelFileError`` (a subclass of ``NotACheckpointError``), ``TensorNotFoundError``
   and ``FreezeError`` (a model to run without TensorFlow, chapter 14),
   ``Keras2ExportError`` (a Keras 3 model that cannot be written for Keras 2 as asked);
-* ``VerificationError`` (advice of ``helpers.identify`` that did not load the file).
+* ``VerificationError`` (advice of ``helpers.identify`` that did not load the file);
+* ``BackendMismatchError`` (a ``.keras`` that does not load, compute or keep its values in
+  another Keras backend, chapter 16).
 """
 
 from __future__ import annotations
@@ -617,3 +619,30 @@ class Keras2ExportError(ValueError):
         self.route = route
         lines = ["Keras 2 cannot rebuild this Keras 3 model:"] + [f"  {problem}" for problem in self.problems]
         super().__init__("\n".join(lines + [f"  route: {route}"]))
+
+
+# --------------------------------------------------------------------------- across backends (notebook 16)
+
+
+class BackendMismatchError(ValueError):
+    """A ``.keras`` does not cross Keras backends (``backends.check_across_backends``).
+
+    One line per problem: a layer that fails to load or compute in a backend, with the reason
+    and the fix; a value that differs from the file's; outputs that differ between backends.
+    ``report`` holds the backends that did load (a ``BackendReport``).
+
+    Example:
+        >>> raise BackendMismatchError("m.keras", ["jax: layer 'scale' (TfScale) fails while loading: "
+        ...                                        "calls TensorFlow functions directly: use keras.ops"])
+        Traceback (most recent call last):
+        ...
+        helpers.errors.BackendMismatchError: 'm.keras' does not cross backends:
+          jax: layer 'scale' (TfScale) fails while loading: calls TensorFlow functions directly: use keras.ops
+    """
+
+    def __init__(self, path: str | os.PathLike, problems: Iterable[str], report: Any = None) -> None:
+        self.path = os.fspath(path)
+        self.problems = list(problems)
+        self.report = report
+        lines = [f"{self.path!r} does not cross backends:"] + [f"  {problem}" for problem in self.problems]
+        super().__init__("\n".join(lines))

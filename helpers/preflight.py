@@ -3,7 +3,8 @@
 Run it before a workshop (instructors ask every learner to). It checks, in about
 half a minute, everything the chapters need: the Python version, the pinned
 TensorFlow and Keras, a checkpoint written and read back, a Keras model saved
-and loaded, plotting, and a Jupyter kernel that starts and runs code. Each line
+and loaded, Keras 2 and the JAX backend each in a process of its own, plotting,
+and a Jupyter kernel that starts and runs code. Each line
 says what was checked; a failure says what to do.
 
 Example:
@@ -24,6 +25,7 @@ from pathlib import Path
 
 SUPPORTED_PYTHONS = ((3, 11), (3, 12), (3, 13))
 EXPECTED = {"tensorflow": "2.21.0", "keras": "3.15.1"}
+EXPECTED_JAX = {"jax": "0.10.2", "orbax-checkpoint": "0.12.8"}  # chapter 16's other backend
 EXPECTED_KERAS2 = "2.21.0"  # tf-keras, which chapter 10 runs in a process of its own
 # Run with TF_USE_LEGACY_KERAS=1 in a fresh interpreter, as chapter 10's helpers do.
 _KERAS2_CODE = """
@@ -36,6 +38,16 @@ model.save(path)
 loaded = tf.keras.models.load_model(path)
 x = np.ones((1, 3), dtype="float32")
 assert np.allclose(model(x), loaded(x))
+print("ok")
+"""
+# Run with KERAS_BACKEND=jax in a fresh interpreter: the backend is fixed at Keras's first import.
+_JAX_CODE = """
+import keras
+import numpy as np
+assert keras.backend.backend() == "jax", keras.backend.backend()
+model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+model.compile("adam", "mse")
+model.fit(np.ones((4, 3)), np.ones((4, 2)), verbose=0)
 print("ok")
 """
 
@@ -119,6 +131,30 @@ def check_keras2() -> str:
     return f"tf-keras {installed} (Keras 2) saves and loads an .h5 model in a process of its own"
 
 
+def check_jax() -> str:
+    """Keras starts with the JAX backend (chapter 16) in a subprocess with KERAS_BACKEND=jax."""
+    import os
+    import subprocess
+    from importlib.metadata import PackageNotFoundError, version
+
+    for package, expected in EXPECTED_JAX.items():
+        try:
+            installed = version(package)
+        except PackageNotFoundError:
+            raise NotReady(f"{package} (chapter 16) is not installed: run `make setup`") from None
+        if installed != expected:
+            raise NotReady(f"{package} {installed} is installed, chapter 16 is written for {expected}: "
+                           "run `make setup`")
+    environment = {**os.environ, "KERAS_BACKEND": "jax", "TF_CPP_MIN_LOG_LEVEL": "3"}
+    with tempfile.TemporaryDirectory() as folder:
+        result = subprocess.run([sys.executable, "-c", _JAX_CODE], capture_output=True, text=True,
+                                env=environment, cwd=folder, timeout=300)
+    if result.returncode != 0:
+        last = (result.stderr.strip().splitlines() or ["no error message"])[-1]
+        raise NotReady(f"Keras does not start with the JAX backend: {last}")
+    return f"Keras starts with the JAX backend (jax {EXPECTED_JAX['jax']}) and trains, in a process of its own"
+
+
 def check_plotting() -> str:
     import matplotlib
 
@@ -155,6 +191,7 @@ CHECKS: list[Callable[[], str]] = [
     check_checkpoint_round_trip,
     check_keras_round_trip,
     check_keras2,
+    check_jax,
     check_plotting,
     check_kernel,
 ]

@@ -24,7 +24,7 @@ def test_every_kind_but_not_a_model_is_answered_by_a_reader_in_the_table():
 
 def test_a_reader_must_answer_with_kinds_that_are_in_kinds():
     with pytest.raises(ValueError, match="not in KINDS"):
-        Reader("orbax", lambda path: Identification(path, "orbax"), ("orbax-checkpoint",), folder_names=("_METADATA",))
+        Reader("made-up", lambda path: Identification(path, "made-up"), ("made-up-kind",), folder_names=("_METADATA",))
 
 
 def _mine(path: str) -> Identification:

@@ -53,3 +53,16 @@ def test_the_keras2_check_leaves_nothing_in_the_temporary_folder(tmp_path, monke
     monkeypatch.setattr(tempfile, "tempdir", str(scratch))  # this one (tempfile caches its folder)
     assert preflight.check_keras2().startswith("tf-keras ")
     assert list(scratch.iterdir()) == [], "the Keras 2 check left files behind"
+
+
+def test_the_jax_backend_is_checked_in_a_process_of_its_own(monkeypatch):
+    assert preflight.check_jax in preflight.CHECKS
+    assert preflight.check_jax().startswith("Keras starts with the JAX backend")
+    monkeypatch.setattr(preflight, "_JAX_CODE", "import keras; assert keras.backend.backend() == 'tensorflow'")
+    monkeypatch.setenv("KERAS_BACKEND", "tensorflow")  # the check must set it for its process
+    try:
+        preflight.check_jax()
+    except preflight.NotReady as problem:
+        assert str(problem).startswith("Keras does not start with the JAX backend: AssertionError")
+    else:
+        raise AssertionError("the check did not run Keras with KERAS_BACKEND=jax")

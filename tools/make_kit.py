@@ -56,6 +56,8 @@ TEACHING = {
                 "float16, dynamic range or float32: how would you decide for your own model?"]),
     "15": (45, ["Which file in your own projects would you not know how to load today?",
                 "What would you check before trusting a model file someone sends you?"]),
+    "16": (45, ["Your team trains under JAX and serves with TensorFlow: which file crosses, and what proves it?",
+                "Which of your own layers would fail under another backend, and how would you find out?"]),
 }
 
 

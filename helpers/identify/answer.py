@@ -59,6 +59,7 @@ KINDS: dict[str, str] = {
     "tflite": "LiteRT / TensorFlow Lite flatbuffer (.tflite)",
     "onnx": "ONNX model (.onnx)",
     "not-a-model": "not a model file",
+    "orbax-checkpoint": "Orbax checkpoint folder (keras.callbacks.OrbaxCheckpoint, or a JAX program)",
 }
 
 _MARK = "@@identify@@"

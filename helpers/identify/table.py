@@ -28,6 +28,7 @@ from helpers.identify.hdf5 import read_hdf5
 from helpers.identify.keras_zips import read_keras_zip
 from helpers.identify.meta_graphs import read_meta_graph
 from helpers.identify.onnx_models import looks_like_onnx, read_onnx
+from helpers.identify.orbax_folders import looks_like_orbax, read_orbax_folder
 from helpers.identify.savedmodel_folders import read_saved_model_folder
 from helpers.identify.sharded import read_sharded
 from helpers.identify.tflite_models import read_tflite
@@ -91,6 +92,8 @@ READERS: tuple[Reader, ...] = (
            folder_names=("saved_model.pb", "saved_model.pbtxt"),
            names_its_folder=("saved_model.pb", "saved_model.pbtxt"),
            folder_note="this is a SavedModel's graph file: pass its folder"),
+    Reader("orbax", read_orbax_folder, ("orbax-checkpoint",), folder_names=("_CHECKPOINT_METADATA",),
+           folder_sniff=looks_like_orbax),
     Reader("checkpoint-folder", read_checkpoint_folder, ("checkpoint-folder",), folder_names=("checkpoint",)),
     Reader("checkpoint-in-folder", read_loose_folder,
            ("tf1-checkpoint", "checkpoint-keras2", "checkpoint-keras3", "checkpoint-module"),

@@ -1,0 +1,232 @@
+"""One ``.keras`` file across Keras 3's backends, proved by outputs and every variable (chapter 16).
+
+Keras 3 picks its backend once, when ``keras`` is first imported in a process (from
+``KERAS_BACKEND``, else ``~/.keras/keras.json``, else TensorFlow). So the proof that a file
+crosses runs one fresh interpreter per backend: ``check_across_backends`` loads the file in
+each, compares every stored value Keras restored (layers, and the optimizer's state) with the
+value in the file itself, runs the model on the same inputs, and compares the outputs between
+backends. When a layer cannot be loaded or run in a backend, ``BackendMismatchError`` names it,
+the reason and the fix.
+
+The children run ``helpers.backends_worker.reload_in_backend`` through
+``helpers.fresh_process.call_in_fresh_process`` (named by a string: the worker imports this
+module, never the reverse).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import tempfile
+import zipfile
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from helpers.errors import BackendMismatchError, NotAKerasFileError
+from helpers.fresh_process import call_in_fresh_process
+
+__all__ = ["BackendMismatchError", "BackendReport", "BackendRow", "backend_available", "check_across_backends",
+           "pack_inputs", "unpack_inputs"]
+
+WORKER = "helpers.backends_worker:reload_in_backend"
+PACKAGE = {"tensorflow": "tensorflow", "jax": "jax", "torch": "torch", "numpy": "numpy"}
+FIX = {
+    "tensorflow": "calls TensorFlow functions directly: write it with keras.ops, which every backend runs",
+    "jax": "calls JAX functions directly: write it with keras.ops, which every backend runs",
+    "jaxlib": "calls JAX functions directly: write it with keras.ops, which every backend runs",
+    "torch": "calls PyTorch functions directly: write it with keras.ops, which every backend runs",
+}
+
+
+@dataclass
+class BackendRow:
+    """What one backend did with the file: variables compared, the worst difference, the outputs'."""
+
+    backend: str
+    variables: int
+    variable_difference: float
+    output_difference: float
+    optimizer_variables: int
+
+
+@dataclass
+class BackendReport:
+    """The file's values and outputs in each backend (``check_across_backends``); ``str()`` is a table."""
+
+    path: str
+    rows: list[BackendRow] = field(default_factory=list)
+    atol: float = 1e-5
+
+    def __str__(self) -> str:
+        lines = [f"{'backend':<11} {'variables':>9} {'of them optimizer':>17} {'max |diff| vs file':>19} "
+                 f"{'outputs vs ' + self.rows[0].backend:>22}"]
+        for row in self.rows:
+            verdict = f"< {self.atol:g}" if row.output_difference <= self.atol else f"{row.output_difference:.1e}"
+            stored = "0" if row.variable_difference == 0 else f"{row.variable_difference:.1e}"
+            lines.append(f"{row.backend:<11} {row.variables:>9} {row.optimizer_variables:>17} {stored:>19} {verdict:>22}")
+        return "\n".join(lines)
+
+
+def pack_inputs(inputs: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """``inputs`` (an array, a list or tuple of arrays, or a dict of them) as named arrays and a layout.
+
+    Example:
+        >>> layout, arrays = pack_inputs({"a": [1.0], "b": [2.0]})
+        >>> unpack_inputs(layout, arrays)["b"]
+        array([2.])
+    """
+    if isinstance(inputs, dict):
+        keys = [str(key) for key in inputs]
+        return {"kind": "dict", "keys": keys}, {f"x{i}": np.asarray(inputs[k]) for i, k in enumerate(inputs)}
+    if isinstance(inputs, (list, tuple)):
+        return {"kind": "list", "count": len(inputs)}, {f"x{i}": np.asarray(v) for i, v in enumerate(inputs)}
+    return {"kind": "array"}, {"x0": np.asarray(inputs)}
+
+
+def unpack_inputs(layout: dict[str, Any], arrays: Any) -> Any:
+    """The inverse of ``pack_inputs``."""
+    if layout["kind"] == "dict":
+        return {key: arrays[f"x{i}"] for i, key in enumerate(layout["keys"])}
+    if layout["kind"] == "list":
+        return [arrays[f"x{i}"] for i in range(layout["count"])]
+    return arrays["x0"]
+
+
+def backend_available(backend: str) -> bool:
+    """Whether the package behind a Keras backend is installed here (without importing it).
+
+    Example:
+        >>> backend_available("numpy"), backend_available("no-such-backend")
+        (True, False)
+    """
+    package = PACKAGE.get(backend)
+    return bool(package) and importlib.util.find_spec(package) is not None
+
+
+def _check_path(path: str) -> None:
+    if not os.path.exists(path):
+        raise NotAKerasFileError(path, "no such file")
+    if os.path.isdir(path):
+        raise NotAKerasFileError(path, "a folder, not a .keras file (a SavedModel or an Orbax checkpoint "
+                                       "is not a Keras 3 model file; see helpers.identify)")
+    if not zipfile.is_zipfile(path):
+        raise NotAKerasFileError(path, "not a zip archive, so not a .keras file (see helpers.identify)")
+    with zipfile.ZipFile(path) as archive:
+        names = set(archive.namelist())
+    if not {"config.json", "model.weights.h5"} <= names:
+        raise NotAKerasFileError(path, "a zip archive without config.json and model.weights.h5")
+
+
+def _clean(text: str) -> str:
+    return re.sub(r"(/[\w.+-]+){2,}/?", "<path>", text)[:160]
+
+
+def _problems(backend: str, result: dict[str, Any], modules: Sequence[str]) -> list[str]:
+    failure = result["failure"]
+    if failure["kind"] == "import":
+        return [f"{backend}: the module {failure['module']!r} fails to import: {_clean(failure['message'])}"]
+    if failure["kind"] == "missing_class":
+        return [f"{backend}: layer {name!r} (class {registered!r}) is not defined in a fresh process: "
+                f"put the class in a module and name it in modules=[...] (now {list(modules)})"
+                for name, registered in failure["layers"]]
+    if failure["kind"] == "layer_code":
+        why = FIX.get(failure["package"], "its code fails in this backend: write it with keras.ops")
+        stage = "loading" if failure["stage"] == "load" else "computing"
+        return [f"{backend}: layer {failure['layer']!r} ({failure['class']}) fails while {stage}: {why} "
+                f"(`{failure['line']}`)"]
+    return [f"{backend}: the file fails while {failure['stage']}ing: {_clean(failure['message'])}"]
+
+
+def _run_child(backend: str, path: str, inputs_file: str, layout: dict, modules: list[str],
+               timeout: float) -> dict[str, Any]:
+    env = {"KERAS_BACKEND": backend, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    return call_in_fresh_process(WORKER, path, inputs_file, layout, modules, env=env, timeout=timeout)
+
+
+def check_across_backends(path: str | os.PathLike, inputs: Any, backends: Iterable[str] = ("tensorflow", "jax"),
+                          modules: Sequence[str] | None = None, atol: float = 1e-5,
+                          timeout: float = 300.0) -> BackendReport:
+    """Load a ``.keras`` in a fresh interpreter per backend; prove its values and outputs equal.
+
+    In each backend's process (``KERAS_BACKEND`` set before Keras is imported) the modules
+    named in ``modules`` are imported (those that define the file's custom classes), the file
+    is loaded, every stored value Keras restored (the layers' and the optimizer's, matched to
+    the file's ``model.weights.h5`` entry by entry) is compared with the file's own, and the
+    model runs on ``inputs`` (``training=False``). Outputs are compared with the first
+    backend's. The processes run side by side.
+
+    Raises ``BackendMismatchError`` naming each layer that fails to load or compute in a
+    backend (a class not defined there; a ``call`` that runs TensorFlow or JAX functions
+    directly: use ``keras.ops``), each value that differs from the file's, each output that
+    differs by more than ``atol``; ``NotAKerasFileError`` for a path that is not a ``.keras``;
+    ``ValueError`` for a backend that is not installed here.
+
+    Example:
+        >>> import keras
+        >>> path = os.path.join(tempfile.mkdtemp(), "m.keras")
+        >>> model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2, name="out")])
+        >>> model.compile("adam", "mse")
+        >>> history = model.fit(np.ones((4, 3)), np.ones((4, 2)), verbose=0)
+        >>> model.save(path)
+        >>> report = check_across_backends(path, np.ones((2, 3), "float32"))
+        >>> [(row.backend, row.variables, row.optimizer_variables, row.variable_difference) for row in report.rows]
+        [('tensorflow', 8, 6, 0.0), ('jax', 8, 6, 0.0)]
+    """
+    text = os.fspath(path)
+    _check_path(text)
+    backends = list(backends)
+    if not backends:
+        raise ValueError("name at least one backend, e.g. backends=('tensorflow', 'jax')")
+    for backend in backends:
+        if not backend_available(backend):
+            raise ValueError(f"the {backend!r} backend is not installed in this environment "
+                             f"(installed here: {[b for b in PACKAGE if backend_available(b)]})")
+    modules = list(modules or [])
+    layout, arrays = pack_inputs(inputs)
+    with tempfile.TemporaryDirectory(prefix="backends-") as folder:
+        inputs_file = os.path.join(folder, "inputs.npz")
+        np.savez(inputs_file, **arrays)
+        with ThreadPoolExecutor(len(backends)) as pool:
+            futures = [pool.submit(_run_child, b, os.path.abspath(text), inputs_file, layout, modules, timeout)
+                       for b in backends]
+            results = [future.result() for future in futures]
+    return _compare(text, backends, results, modules, atol)
+
+
+def _compare(path: str, backends: list[str], results: list[dict[str, Any]], modules: Sequence[str],
+             atol: float) -> BackendReport:
+    problems: list[str] = []
+    report = BackendReport(path, atol=atol)
+    reference: list[np.ndarray] | None = None
+    for backend, result in zip(backends, results):
+        if "failure" in result:
+            problems += _problems(backend, result, modules)
+            continue
+        rows = result["variables"]
+        for row in rows:
+            if row["difference"] is None:
+                problems.append(f"{backend}: {row['path']!r} is not restored from the file's {row['key']!r}")
+            elif row["difference"] > 0:
+                problems.append(f"{backend}: {row['path']!r} differs from the file by {row['difference']:.1e}")
+        outputs = result["outputs"]
+        if reference is None:
+            reference = outputs
+        difference = max((float(np.max(np.abs(a.astype(np.float64) - b.astype(np.float64)))) if a.size else 0.0
+                          for a, b in zip(outputs, reference) if a.shape == b.shape), default=0.0)
+        if [a.shape for a in outputs] != [b.shape for b in reference]:
+            problems.append(f"{backend}: outputs have shapes {[a.shape for a in outputs]}, "
+                            f"{backends[0]} gave {[b.shape for b in reference]}")
+        elif difference > atol:
+            problems.append(f"{backend}: outputs differ from {backends[0]}'s by {difference:.1e} (atol {atol:g})")
+        known = [row["difference"] for row in rows if row["difference"] is not None]
+        report.rows.append(BackendRow(backend, len(rows), max(known, default=0.0), difference,
+                                      sum(1 for row in rows if row.get("optimizer"))))
+    if problems:
+        raise BackendMismatchError(path, problems, report)
+    return report
+

@@ -1,0 +1,215 @@
+"""Checks for notebook 16 (one model across Keras backends, and Orbax checkpoints).
+
+Each check builds its own models and folders in a fresh temporary folder, with names other
+than the notebook's, calls the learner's function, and says what is wrong when the answer is
+not right. Nothing here starts another process, so no check waits on one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import tempfile
+import warnings
+from collections.abc import Callable, Iterator
+
+import keras
+import numpy as np
+
+from helpers.checks import Hint, exercise_check, require
+
+__all__ = ["check_latest_orbax_step", "check_save_with_orbax", "check_variables_by_path"]
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    loggers = [logging.getLogger(name) for name in ("tensorflow", "absl")]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.CRITICAL + 1)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        for logger, level in zip(loggers, levels):
+            logger.setLevel(level)
+
+
+@contextlib.contextmanager
+def _in_temporary_folder() -> Iterator[str]:
+    old = os.getcwd()
+    with tempfile.TemporaryDirectory(prefix="ex16-") as folder:
+        os.chdir(folder)
+        try:
+            yield folder
+        finally:
+            os.chdir(old)
+
+
+def _trained_model(seed: int) -> tuple[keras.Model, np.ndarray, np.ndarray]:
+    """BatchNormalization (non-trainable state), a frozen layer, Adam with state: every kind of variable."""
+    keras.utils.set_random_seed(seed)
+    inputs = keras.Input((3,), name="features")
+    h = keras.layers.Dense(5, name="frozen_in")(inputs)
+    h = keras.layers.BatchNormalization(name="stats")(h)
+    outputs = keras.layers.Dense(1, name="head")(h)
+    model = keras.Model(inputs, outputs, name=f"exercise_net_{seed}")
+    model.get_layer("frozen_in").trainable = False
+    model.compile(keras.optimizers.Adam(0.05), "mse")
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(24, 3)).astype("float32")
+    y = rng.normal(size=(24, 1)).astype("float32")
+    with _quiet():
+        model.fit(x, y, epochs=1, batch_size=8, verbose=0)
+    return model, x, y
+
+
+# --------------------------------------------------------------------------- 16.1
+
+
+@exercise_check("16.1")
+def check_variables_by_path(variables_by_path: Callable[[keras.Model], dict]) -> str:
+    model, x, y = _trained_model(16)
+    expected = {v.path: np.array(v.numpy()) for v in model.variables + model.optimizer.variables}
+    with _quiet():
+        got = variables_by_path(model)
+    require(isinstance(got, dict), f"return a dict from each variable's path to its value, got {type(got).__name__}")
+    keys = set(got)
+    optimizer_paths = {v.path for v in model.optimizer.variables}
+    stats = {v.path for v in model.get_layer("stats").non_trainable_variables}
+    frozen = {v.path for v in model.get_layer("frozen_in").variables}
+    require(bool(keys & set(expected)),
+            Hint("name each value by the variable's `path` ('head/kernel'), as section 2 does",
+                 "use `variable.path` as the key, not `variable.name`", kind="names"))
+    require(not stats - keys, Hint("BatchNormalization's moving statistics are variables too (section 2)",
+                                   "take `model.variables`, not `model.trainable_variables`", kind="non-trainable"))
+    require(not frozen - keys, Hint("a frozen layer's variables are still the model's (section 2)",
+                                    "take `model.variables`, not `model.trainable_variables`", kind="non-trainable"))
+    require(not optimizer_paths - keys, Hint("the optimizer's state crosses too: its step count and Adam's moments",
+                                             "add `model.optimizer.variables` to the model's variables",
+                                             kind="optimizer"))
+    require(keys == set(expected), f"the keys should be exactly the {len(expected)} paths of the model's and its "
+                                   f"optimizer's variables; extra: {sorted(keys - set(expected))[:3]}")
+    for path, value in expected.items():
+        require(isinstance(got[path], np.ndarray) and got[path].shape == value.shape,
+                f"'{path}' should map to a NumPy array of shape {value.shape}, got {type(got[path]).__name__}")
+        require(np.array_equal(got[path], value), f"the value for '{path}' is not the variable's value")
+    with _quiet():
+        model.fit(x, y, epochs=1, batch_size=8, verbose=0)
+    require(all(np.array_equal(got[path], value) for path, value in expected.items()),
+            Hint("the arrays changed when the model trained on: they are views of the variables, not copies",
+                 "copy each value: `np.array(variable.numpy())`", kind="copies"))
+    return (f"{len(expected)} values by path, {len(optimizer_paths)} of them the optimizer's, "
+            "copied so that training on leaves them as they were")
+
+
+# --------------------------------------------------------------------------- 16.2
+
+
+def _values(model: keras.Model) -> dict[str, np.ndarray]:
+    return {v.path: np.array(v.numpy()) for v in model.variables + model.optimizer.variables}
+
+
+@exercise_check("16.2")
+def check_save_with_orbax(save_with_orbax: Callable[..., str]) -> str:
+    with _in_temporary_folder() as here:
+        model, x, y = _trained_model(7)
+        before = int(model.optimizer.iterations)
+        with _quiet():
+            answer = save_with_orbax(model, x, y, "runs/first")
+        require(int(model.optimizer.iterations) == before + 3,
+                "train for exactly one epoch with batch size 8: 24 samples are 3 steps")
+        require(isinstance(answer, str), f"return the folder's absolute path as a str, got {type(answer).__name__}")
+        folder = os.path.join(here, "runs", "first")
+        require(os.path.isabs(answer) and os.path.realpath(answer) == os.path.realpath(folder),
+                Hint("return the folder as an absolute path, the one Orbax must get (section 6)",
+                     "return `os.path.abspath(folder)`", kind="absolute"))
+        require(os.path.isdir(folder), Hint("nothing was written to the folder: save during the fit (section 6)",
+                                            "pass callbacks=[keras.callbacks.OrbaxCheckpoint(...)] to fit",
+                                            kind="no callback"))
+        steps = sorted(os.listdir(folder))
+        require(any(step.isdigit() for step in steps),
+                Hint("no complete step was written: Orbax needs an absolute path (section 6, the relative trap)",
+                     "pass `os.path.abspath(folder)` to `keras.callbacks.OrbaxCheckpoint`", kind="relative"))
+        with _quiet():
+            restored = keras.saving.load_model(folder)
+        want, got = _values(model), _values(restored)
+        require(sorted(want) == sorted(got) and all(np.array_equal(want[p], got[p]) for p in want),
+                "the checkpoint does not restore the model as trained: save with the callback during this fit")
+        with _quiet():
+            os.makedirs("runs/second")
+            raised = None
+            try:
+                save_with_orbax(model, x, y, "runs/second")
+            except FileExistsError as error:
+                raised = error
+            except Exception as error:  # noqa: BLE001: the hint names what was raised
+                raised = error
+        require(isinstance(raised, FileExistsError),
+                Hint("an existing folder must be refused: a second run's steps mix with the first's (section 6)",
+                     "raise FileExistsError when `os.path.exists(folder)`, before training", kind="exists"))
+        require(os.listdir("runs/second") == [] and int(model.optimizer.iterations) == before + 3,
+                "refuse an existing folder before training or writing anything")
+    return "one epoch saved to Orbax under an absolute path, restored equal; an existing folder refused"
+
+
+# --------------------------------------------------------------------------- 16.3
+
+
+def _step(root: str, name: str, complete: bool = True) -> None:
+    os.makedirs(os.path.join(root, name, "pytree"))
+    if complete:
+        with open(os.path.join(root, name, "_CHECKPOINT_METADATA"), "w") as file:
+            file.write("{}")
+
+
+def _snapshot(root: str) -> list[str]:
+    return sorted(os.path.relpath(os.path.join(d, f), root) for d, dirs, files in os.walk(root) for f in dirs + files)
+
+
+@exercise_check("16.3")
+def check_latest_orbax_step(latest_orbax_step: Callable[[str], int | None]) -> str:
+    with _in_temporary_folder():
+        cases: list[tuple[str, list[tuple[str, bool]], list[str], int | None, Hint | str]] = [
+            ("plain", [("0", True), ("1", True), ("2", True)], [], 2, "the largest step number"),
+            ("numeric", [("9", True), ("10", True)], [], 10,
+             Hint("step names are numbers: '10' comes after '9'", "compare `int(name)`, not the names",
+                  kind="numeric")),
+            ("unfinished", [("3", True), ("4.orbax-checkpoint-tmp-17", False)], [], 3,
+             Hint("an unfinished step (its name ends in a temporary suffix) is not a step", "keep names that are digits",
+                  kind="tmp")),
+            ("incomplete", [("5", True), ("6", False)], [], 5,
+             Hint("a step folder without _CHECKPOINT_METADATA is not complete", "require the file in the step folder",
+                  kind="incomplete")),
+            ("other", [("2", True), ("best", True)], ["8"], 2,
+             Hint("only folders named by a number are steps: a file named '8' is not", "check the entry is a folder",
+                  kind="other")),
+            ("none", [("0.orbax-checkpoint-tmp-1", False)], [], None,
+             Hint("with no complete step the answer is None", "return None when no step qualifies", kind="none")),
+            ("empty", [], [], None,
+             Hint("with no complete step the answer is None", "return None when no step qualifies", kind="none")),
+        ]
+        for label, steps, files, want, hint in cases:
+            root = os.path.join("orbax", label)
+            os.makedirs(root)
+            for name, complete in steps:
+                _step(root, name, complete)
+            for name in files:
+                with open(os.path.join(root, name), "w") as file:
+                    file.write("x")
+            before = _snapshot(root)
+            got = latest_orbax_step(root)
+            require(_snapshot(root) == before, "do not change the folder: read it only")
+            require(got == want and type(got) is type(want), hint if isinstance(hint, Hint) else
+                    f"expected {want!r} for a folder with {[s for s, _ in steps]}, got {got!r}")
+        raised = None
+        try:
+            latest_orbax_step(os.path.join("orbax", "missing"))
+        except Exception as error:  # noqa: BLE001: the hint names what was raised
+            raised = error
+        require(isinstance(raised, FileNotFoundError),
+                Hint("a folder that does not exist is an error, not 'no step'",
+                     "raise FileNotFoundError when `os.path.isdir(folder)` is false", kind="missing"))
+    return "the latest complete step in each of 7 folders (numbers compared as numbers, unfinished steps skipped)"
