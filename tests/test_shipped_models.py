@@ -285,3 +285,18 @@ def test_load_preset_refuses_a_class_keras_hub_does_not_define(preset, tmp_path)
     (copy / "task.json").write_text(json.dumps(task))
     with pytest.raises(NotAPresetError, match="KerasHub does not define"):
         load_preset(copy)
+
+
+def test_round_trip_names_the_dropped_loss_scale_optimizer_state(tmp_path):
+    """helpers.keras_files.round_trip reloads in a fresh process (policy float32) and must say what was lost."""
+    from helpers.errors import ReloadMismatchError
+    from helpers.keras_files import round_trip
+
+    model = mixed_model()
+    model.save(tmp_path / "mp.keras")
+    with pytest.raises(ReloadMismatchError) as caught:
+        round_trip(model, tmp_path / "mp.keras", X)
+    problems = caught.value.problems
+    assert "variable 'loss_scale_optimizer/dynamic_scale' missing from the reloaded model" in problems
+    assert "variable 'loss_scale_optimizer/step_counter' missing from the reloaded model" in problems
+    assert "variable 'adam/iteration' differs after the reload" in problems
