@@ -56,6 +56,9 @@ TEACHING = {
                 "float16, dynamic range or float32: how would you decide for your own model?"]),
     "15": (45, ["Which file in your own projects would you not know how to load today?",
                 "What would you check before trusting a model file someone sends you?"]),
+    "17": (45, ["Which state beside the weights do the models you use carry (scales, loss scale, averages, "
+                "adapters), and which of your saves keeps it?",
+                "When is a quantized .keras the right file to ship, and when a .tflite?"]),
 }
 
 
