@@ -299,4 +299,5 @@ def test_round_trip_names_the_dropped_loss_scale_optimizer_state(tmp_path):
     problems = caught.value.problems
     assert "variable 'loss_scale_optimizer/dynamic_scale' missing from the reloaded model" in problems
     assert "variable 'loss_scale_optimizer/step_counter' missing from the reloaded model" in problems
-    assert "variable 'adam/iteration' differs after the reload" in problems
+    import re
+    assert any(re.fullmatch(r"variable 'adam(_\d+)?/iteration' differs after the reload", p) for p in problems)
