@@ -211,7 +211,7 @@ def describe_saved_model(path: str | os.PathLike) -> SavedModelDescription:
         helpers.errors.NotASavedModelError: 'no/such/folder' is not a readable SavedModel: no such file or folder
     """
     folder = path_text(path, "SavedModel folder")
-    proto = _read_saved_model(folder)
+    proto = read_saved_model(folder)
     signatures = []
     tag_sets = []
     asset_names: dict[str, None] = {}
@@ -265,7 +265,7 @@ def unregistered_ops(path: str | os.PathLike) -> list[str]:
         >>> unregistered_ops("exported")     # doctest: +SKIP
         []
     """
-    return _unknown_ops(_read_saved_model(path_text(path, "SavedModel folder")))
+    return _unknown_ops(read_saved_model(path_text(path, "SavedModel folder")))
 
 
 def saved_model_cli_show(path: str | os.PathLike, *options: str, timeout: float = 120) -> str:
@@ -287,7 +287,7 @@ def saved_model_cli_show(path: str | os.PathLike, *options: str, timeout: float 
         SignatureDef key: "serving_default"
     """
     folder = path_text(path, "SavedModel folder")
-    _read_saved_model(folder)
+    read_saved_model(folder)
     cli = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
     if not os.path.isfile(cli):
         raise FileNotFoundError(f"no saved_model_cli next to this Python ({os.path.dirname(sys.executable)})")
@@ -308,7 +308,7 @@ def saved_model_cli_show(path: str | os.PathLike, *options: str, timeout: float 
 # --------------------------------------------------------------------------- reading the files
 
 
-def _read_saved_model(folder: str) -> saved_model_pb2.SavedModel:
+def read_saved_model(folder: str) -> saved_model_pb2.SavedModel:
     if not os.path.exists(folder):
         raise NotASavedModelError(folder, "no such file or folder")
     if not os.path.isdir(folder):

@@ -121,7 +121,7 @@ def test_a_time_major_lstm_is_named_as_a_silent_trap_and_loaded_through_keras2(m
     assert "answers wrong, without an error" in trap
     assert "TFSMLayer" in info.how_to_load and "call_endpoint=\"serve\"" in info.how_to_load
     x, expected = model_input("tf215", "time_major"), expected_output("tf215", "time_major")
-    import helpers.identify as module  # several inputs (no one input shape): the served layer itself
+    import helpers.identify.legacy_h5 as module  # several inputs (no one input shape): the served layer itself
     monkeypatch.setattr(module, "_input_shape", lambda config: None)
     layer = identify(real_file("tf215", "time_major")).load()
     assert isinstance(layer, keras.layers.TFSMLayer)

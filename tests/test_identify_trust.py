@@ -23,7 +23,8 @@ import tensorflow as tf
 
 from helpers.__main__ import NOT_TRUSTED, NOT_VERIFIED, main
 from helpers.errors import ArchiveTooLargeError, NotAKerasFileError, VerificationError
-from helpers.identify import _last_error, identify
+from helpers.identify import identify
+from helpers.identify.answer import last_error
 from helpers.keras_files import describe_keras_file
 from helpers.saved_models import describe_saved_model
 from tests.realfiles import copy_real, expected_output, model_input, real_file
@@ -331,7 +332,7 @@ def test_a_keras3_refusal_keeps_its_reasons_and_route():
               "helpers.errors.LegacyModelError: Keras 3 cannot rebuild the Keras 2 model:\n"
               "  layer 'gru': time_major is not a Keras 3 argument\n"
               "  route: keras2.export_for_keras2 ...\n")
-    text = _last_error(stderr)
+    text = last_error(stderr)
     assert "time_major" in text and "route:" in text
 
 

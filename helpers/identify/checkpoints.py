@@ -1,0 +1,178 @@
+"""Reader: TensorFlow checkpoints (a prefix, a V1 single file, a folder with a state file).
+
+Names the flavour by the keys: no object graph is a TF1 name-based checkpoint; an object graph
+with Keras 3 edges (``_functional``, ``_kernel``...) is Keras 3, with ``layer_with_weights-N`` edges
+Keras 2, otherwise a plain ``tf.Module``. Reads the index and the object graph through
+``helpers.inspection`` and ``helpers.object_graph`` (TensorFlow's checkpoint reader).
+
+Example:
+    >>> info = read_prefix("tests/data/tf215-graph/graph/model")
+    >>> info.kind, info.written_by, info.holds["graph (.meta) beside it"]
+    ('tf1-checkpoint', {'TensorFlow': '2.15.1'}, True)
+    >>> read_prefix("tests/data/tf215/tfckpt_noopt/ckpt").kind
+    'checkpoint-keras2'
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+from helpers.identify.answer import KINDS, Identification, bytes_text, loading_code, not_model
+from helpers.identify.bundle_index import is_table
+from helpers.identify.meta_graphs import meta_summary
+
+__all__ = ["read_checkpoint_folder", "read_loose_folder", "read_prefix", "read_v1_or_unknown"]
+
+_KERAS3_EDGES = {"_functional", "_operations", "_kernel", "_embeddings", "_tracker"}
+_NAME_RESTORE_TRAP = ("tf.train.Checkpoint(...).restore(path) of a name-based checkpoint restores "
+                      "NOTHING into a Keras 3 model and raises nothing: map names explicitly "
+                      "(helpers.migration.restore_name_based)")
+_K2_OPTIMIZER_TRAP = ("Keras 2 and Keras 3 optimizers both save under optimizer/_variables/N, but Keras 3 "
+                      "keeps learning_rate among them: indexes are one apart (restore_keras2_checkpoint "
+                      "pairs them)")
+_K2_CHECKPOINT_TRAP = ("tf.train.Checkpoint(model=model).restore(path) into a Keras 3 model pairs few or "
+                       "no keys (Keras 2 paths differ) and raises nothing: use "
+                       "helpers.keras2.restore_keras2_checkpoint(path, model)")
+
+
+def _state_file(folder: str) -> tuple[str, list[str]]:
+    """``model_checkpoint_path`` and ``all_model_checkpoint_paths`` of a state file, read as text."""
+    with open(os.path.join(folder, "checkpoint"), encoding="utf-8", errors="replace") as file:
+        text = file.read()
+    latest = re.search(r'^model_checkpoint_path:\s*"((?:[^"\\]|\\.)*)"', text, re.M)
+    every = re.findall(r'^all_model_checkpoint_paths:\s*"((?:[^"\\]|\\.)*)"', text, re.M)
+    unquote = lambda value: value.encode().decode("unicode_escape")  # noqa: E731
+    return (unquote(latest[1]) if latest else ""), [unquote(v) for v in every]
+
+
+def read_checkpoint_folder(folder: str) -> Identification:
+    from helpers.errors import NotACheckpointError
+    from helpers.inspection import resolve_checkpoint
+
+    named, listed = _state_file(folder)
+    try:
+        prefix = resolve_checkpoint(folder)
+    except NotACheckpointError as error:
+        return not_model(folder, f"a checkpoint folder whose state file is unusable: {error.reason}")
+    inner = read_prefix(prefix)
+    latest = os.path.basename(prefix)
+    kept = [re.split(r"[/\\]", p)[-1] for p in listed] or [latest]
+    info = Identification(folder, "checkpoint-folder", written_by=inner.written_by)
+    info.holds = {"latest": latest, "checkpoints": kept, "flavour": KINDS[inner.kind], **inner.holds}
+    if named and (os.path.isabs(named) or re.match(r"^[A-Za-z]:\\", named)) and \
+            os.path.normpath(named) != os.path.normpath(prefix):
+        info.traps.append(f"the state file names another machine's path ({named!r}): "
+                          "tf.train.latest_checkpoint(folder) returns None (and logs an error), "
+                          "CheckpointManager(...).latest_checkpoint returns that path, which does not "
+                          "exist here; helpers.inspection.resolve_checkpoint(folder) finds the file here")
+    times = {}
+    for name in kept:
+        candidate = os.path.join(folder, name + ".index")
+        if os.path.isfile(candidate):
+            times[name] = os.path.getmtime(candidate)
+    if times and max(times, key=times.get) != latest and times[max(times, key=times.get)] > times.get(latest, 0):
+        info.traps.append(f"the latest checkpoint ({latest}, per the state file) is not the newest file "
+                          f"on disk ({max(times, key=times.get)}): trust the state file, not file times")
+    info.traps += inner.traps
+    body = inner.how_to_load.split("\n", 1)[1]  # the prefix's code, after its `path = ...`
+    info.how_to_load = ("from helpers.inspection import resolve_checkpoint\n"
+                        f"path = resolve_checkpoint({folder!r})  # the latest, as the state file says\n"
+                        + body)
+    return info
+
+
+# --------------------------------------------------------------------------- checkpoints
+
+
+def read_prefix(prefix: str) -> Identification:
+    from helpers.errors import NotACheckpointError
+    from helpers.inspection import describe_checkpoint
+
+    try:
+        description = describe_checkpoint(prefix)
+    except NotACheckpointError as error:
+        return not_model(prefix, f"a checkpoint prefix that cannot be read: {error.reason}")
+    values = [v for v in description.variables if v.key != "_CHECKPOINTABLE_OBJECT_GRAPH"]
+    holds: dict[str, Any] = {"variables": len(values), "bytes": bytes_text(description.total_bytes)}
+    written: dict[str, str] = {}
+    traps: list[str] = []
+    if os.path.isfile(prefix + ".meta"):
+        version, _, _ = meta_summary(prefix + ".meta")
+        if version:
+            written["TensorFlow"] = version
+    if not description.has_object_graph:
+        holds["optimizer state"] = any(re.search(r"/(Adam|Momentum|RMSProp|Adagrad)(_\d+)?$|beta[12]_power",
+                                                 v.key) for v in values)
+        holds["graph (.meta) beside it"] = os.path.isfile(prefix + ".meta")
+        traps.append(_NAME_RESTORE_TRAP)
+        return Identification(prefix, "tf1-checkpoint", written_by=written, holds=holds, traps=traps,
+                              how_to_load=_values_code(prefix, "helpers.migration.restore_name_based("
+                                                                "path, {key: variable})"))
+    from helpers.object_graph import read_object_graph
+
+    graph = read_object_graph(prefix, include_empty=True)
+    edges = {edge.name for edge in graph.edges}
+    holds["optimizer state"] = bool(graph.of_kind("optimizer"))
+    if edges & _KERAS3_EDGES:
+        kind, route = "checkpoint-keras3", "tf.train.Checkpoint(model=model).restore(path).assert_consumed()"
+    elif any(e.startswith(("layer_with_weights-", "layer-")) or e == "keras_api" for e in edges):
+        kind, route = "checkpoint-keras2", "helpers.keras2.restore_keras2_checkpoint(path, model)"
+        traps.append(_K2_CHECKPOINT_TRAP if not holds["optimizer state"] else _K2_CHECKPOINT_TRAP.replace(
+            " and raises nothing", "; when the checkpoint's optimizer is reached through what you restore "
+            "(a compiled Keras 2 model's tf.train.Checkpoint(model=...), or optimizer= passed too), it "
+            "overwrites some optimizer variables, then raises a shape error (a partial restore)"))
+        if holds["optimizer state"]:
+            traps.append(_K2_OPTIMIZER_TRAP)
+    else:
+        kind, route = "checkpoint-module", "tf.train.Checkpoint(<same attributes>).restore(path)"
+    if os.path.isfile(prefix + ".meta"):
+        traps.append("a .meta file lies beside it, but the checkpoint is object-based (TF2): "
+                     "the .meta does not make it a TF1 checkpoint")
+    return Identification(prefix, kind, written_by=written, holds=holds, traps=traps,
+                          how_to_load=_values_code(prefix, route))
+
+
+def _values_code(prefix: str, route: str) -> str:
+    return loading_code(prefix, f"""
+        from helpers.inspection import read_checkpoint
+        # The architecture is not in a checkpoint: these are its values by key.
+        # Into your model: {route}
+        loaded = read_checkpoint(path)
+        report = f"{{len(loaded)}} values by key, e.g. {{sorted(loaded)[:2]}}"
+        """)
+
+
+def read_v1_or_unknown(text: str) -> Identification:
+    """A file no other reader took: an old single-file V1 checkpoint, or not a model file."""
+    from helpers.errors import NotACheckpointError
+
+    with open(text, "rb") as file:
+        shown = file.read(8).hex(" ")
+    unknown = not_model(text, f"not a format this course knows (first bytes {shown})")
+    if not is_table(text) and not os.path.exists(text + ".index"):  # TensorFlow's reader says so too
+        return unknown
+    from helpers.inspection import describe_checkpoint
+
+    try:
+        description = describe_checkpoint(text)
+    except NotACheckpointError:
+        return unknown
+    holds = {"variables": len(description.variables), "bytes": bytes_text(description.total_bytes)}
+    return Identification(text, "tf1-checkpoint-v1", holds=holds, traps=[_NAME_RESTORE_TRAP],
+                          how_to_load=_values_code(text, "helpers.migration.restore_name_based("
+                                                         "path, {key: variable})"))
+
+
+
+def read_loose_folder(folder: str) -> Identification:
+    """A folder of ``.index`` files and no ``checkpoint`` state file: its one checkpoint, or which to pass."""
+    indexes = sorted(n[: -len(".index")] for n in os.listdir(folder) if n.endswith(".index"))
+    if len(indexes) == 1:
+        info = read_prefix(os.path.join(folder, indexes[0]))
+        info.traps.insert(0, f"a folder with one checkpoint and no 'checkpoint' state file: "
+                             f"pass the prefix {indexes[0]!r}")
+        return info
+    return not_model(folder, f"a folder of {len(indexes)} checkpoints with no 'checkpoint' state "
+                             f"file: identify one prefix ({', '.join(indexes[:3])})")
