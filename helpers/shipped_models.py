@@ -466,12 +466,20 @@ def load_preset(folder: str | os.PathLike, **kwargs: Any) -> keras.Model:
 
     Only classes KerasHub itself defines are loaded (``registered_name``
     ``keras_hub>...``): a folder naming any other class raises
-    ``NotAPresetError``. ``kwargs`` go to ``from_preset``.
+    ``NotAPresetError``, and so does a weights file that is not readable HDF5 (truncated,
+    damaged), before anything is built. ``kwargs`` go to ``from_preset``.
 
     Example:
         >>> model = load_preset("my_preset")            # doctest: +SKIP
     """
     description = describe_preset(folder)
+    for weights in (f for f in description.files if f.endswith(".weights.h5")):
+        try:
+            h5py.File(os.path.join(description.path, weights), "r").close()
+        except OSError as error:
+            raise NotAPresetError(description.path, f"its {weights} is not a readable HDF5 file "
+                                                    f"({str(error).split('(')[-1].rstrip(')')}): "
+                                                    "truncated or damaged; copy the preset again") from None
     name = description.task_class or description.backbone_class
     source = _read_json(description.path, "task.json" if description.task_class else "config.json")
     try:
