@@ -45,7 +45,7 @@ def _text(fragment: str) -> str:
 
 def test_every_chapter_has_a_deck_with_its_questions_objectives_code_exercises_and_key_points(decks):
     assert sorted(path.name for path in decks.glob("*.html")) == [path.stem + ".html" for path in CHAPTERS]
-    assert len(CHAPTERS) == 16
+    assert len(CHAPTERS) == 17
     for path in CHAPTERS:
         notebook = nbformat.read(path, as_version=4)
         slides = _slides((decks / f"{path.stem}.html").read_text(encoding="utf-8"))
