@@ -25,6 +25,10 @@ NotAKerasFileError`` works as well).
 * ``VerificationError`` (advice of ``helpers.identify`` that did not load the file);
 * ``BackendMismatchError`` (a ``.keras`` that does not load, compute or keep its values in
   another Keras backend, chapter 16).
+* ``QuantizedTwinError`` (a ``StructureMismatchError``: quantized weights and an unquantized twin, or
+  the reverse), ``OptimizerStateDroppedError`` (a reload that kept fewer optimizer variables than the
+  file holds) and ``NotAPresetError`` (a ``NotACheckpointError``: a folder that is not a KerasHub
+  preset), chapter 17.
 """
 
 from __future__ import annotations
@@ -646,3 +650,56 @@ class BackendMismatchError(ValueError):
         self.report = report
         lines = [f"{self.path!r} does not cross backends:"] + [f"  {problem}" for problem in self.problems]
         super().__init__("\n".join(lines))
+class QuantizedTwinError(StructureMismatchError):
+    """Weights of a quantized model and a twin that is not quantized (or the reverse); names the route.
+
+    Example:
+        >>> raise QuantizedTwinError("q.weights.h5", "it holds int8 kernels and the model has none",
+        ...                          "quantize the twin first: model.quantize('int8')")
+        Traceback (most recent call last):
+        ...
+        helpers.errors.QuantizedTwinError: 'q.weights.h5' does not fit this model: it holds int8 kernels and the model has none; quantize the twin first: model.quantize('int8')
+    """
+
+    def __init__(self, path: str | os.PathLike, problem: str, route: str) -> None:
+        self.path = os.fspath(path)
+        self.problem = problem
+        self.route = route
+        super().__init__(f"{self.path!r} does not fit this model: {problem}; {route}")
+
+
+class OptimizerStateDroppedError(ValueError):
+    """A reload kept fewer optimizer variables than the file holds (Keras only warns); names the route.
+
+    Example:
+        >>> raise OptimizerStateDroppedError("mp.keras", 14, 10, "load it under the file's policy")
+        Traceback (most recent call last):
+        ...
+        helpers.errors.OptimizerStateDroppedError: 'mp.keras' holds 14 optimizer variables, the reloaded optimizer has 10: its state was dropped; load it under the file's policy
+    """
+
+    def __init__(self, path: str | os.PathLike, saved: int, loaded: int, route: str) -> None:
+        self.path = os.fspath(path)
+        self.saved = saved
+        self.loaded = loaded
+        self.route = route
+        super().__init__(f"{self.path!r} holds {saved} optimizer variables, the reloaded optimizer has "
+                         f"{loaded}: its state was dropped; {route}")
+
+
+class NotAPresetError(NotACheckpointError):
+    """The path is not a KerasHub preset folder (``config.json`` and ``metadata.json`` beside weights).
+
+    Example:
+        >>> raise NotAPresetError("my_model", "it has no config.json")
+        Traceback (most recent call last):
+        ...
+        helpers.errors.NotAPresetError: 'my_model' is not a KerasHub preset folder: it has no config.json
+    """
+
+    def __init__(self, path: str | os.PathLike, reason: str) -> None:
+        super().__init__(os.fspath(path), reason)
+        self.args = (f"{self.path!r} is not a KerasHub preset folder: {reason}",)
+
+    def __str__(self) -> str:
+        return self.args[0]

@@ -58,6 +58,9 @@ TEACHING = {
                 "What would you check before trusting a model file someone sends you?"]),
     "16": (45, ["Your team trains under JAX and serves with TensorFlow: which file crosses, and what proves it?",
                 "Which of your own layers would fail under another backend, and how would you find out?"]),
+    "17": (45, ["Which state beside the weights do the models you use carry (scales, loss scale, averages, "
+                "adapters), and which of your saves keeps it?",
+                "When is a quantized .keras the right file to ship, and when a .tflite?"]),
 }
 
 

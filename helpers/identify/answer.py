@@ -58,6 +58,7 @@ KINDS: dict[str, str] = {
     "frozen-graph": "frozen GraphDef (.pb): constants, no variables",
     "tflite": "LiteRT / TensorFlow Lite flatbuffer (.tflite)",
     "onnx": "ONNX model (.onnx)",
+    "keras-hub-preset": "KerasHub preset folder (save_to_preset: config, metadata, weights, assets)",
     "not-a-model": "not a model file",
     "orbax-checkpoint": "Orbax checkpoint folder (keras.callbacks.OrbaxCheckpoint, or a JAX program)",
 }

@@ -18,8 +18,8 @@ from typing import Any
 
 from helpers.identify.answer import code_tail
 
-__all__ = ["KERAS_CLASS_NAMES", "LAMBDA_NOTE", "MODEL_REPORT", "TFSM_NOTE", "class_configs", "custom_classes", "has_lambda_code",
-           "has_tfsm_layer", "keras_module"]
+__all__ = ["KERAS_CLASS_NAMES", "LAMBDA_NOTE", "MIXED_TRAP", "MODEL_REPORT", "QUANTIZED_TRAP", "TFSM_NOTE",
+           "class_configs", "custom_classes", "has_lambda_code", "has_tfsm_layer", "keras_module", "policy_names"]
 
 LAMBDA_NOTE = ("# A Lambda holds Python bytecode: safe_mode (the default) refuses it. safe_mode=False\n"
                 "# runs that code: only for a file you trust (python -m helpers FILE --verify --trust).")
@@ -51,6 +51,32 @@ def class_configs(config: Any):
     elif isinstance(config, list):
         for value in config:
             yield from class_configs(value)
+
+
+def policy_names(config: Any) -> list[str]:
+    """The dtype policy names a configuration's layers use (``int8_from_float32``, ``mixed_float16``).
+
+    Example:
+        >>> policy_names({"class_name": "Dense", "config": {"dtype": {"class_name": "DTypePolicy",
+        ...               "config": {"name": "mixed_float16"}}}})
+        ['mixed_float16']
+    """
+    found = set()
+    for item in class_configs(config):
+        if item.get("class_name", "").endswith("DTypePolicy"):
+            inner = item.get("config") or {}
+            if "mode" in inner:  # a quantized policy: mode and the policy it was made from
+                found.add(f"{inner['mode']}_from_{inner.get('source_name', 'float32')}")
+            elif inner.get("name"):
+                found.add(str(inner["name"]))
+    return sorted(found)
+
+
+QUANTIZED_TRAP = ("quantized ({policies}): load_model rebuilds it; its weights go only into a twin "
+                  "quantized the same way first: twin.quantize('{mode}'), then load_weights")
+MIXED_TRAP = ("mixed precision ({policy}): load_model under the default float32 policy rebuilds a bare "
+              "optimizer and drops the LossScaleOptimizer state with only a warning; set "
+              "keras.mixed_precision.set_dtype_policy('{policy}') before load_model, then set it back")
 
 
 def custom_classes(config: Any) -> list[str]:

@@ -19,9 +19,9 @@ from typing import Any
 
 from helpers.errors import ArchiveTooLargeError, first_line
 from helpers.files import check_archive_sizes
-from helpers.identify.answer import Identification, loading_code, not_model
-from helpers.identify.keras_config import (LAMBDA_NOTE, MODEL_REPORT, TFSM_NOTE, custom_classes, has_lambda_code,
-                                           has_tfsm_layer)
+from helpers.identify.answer import Identification, code_tail, loading_code, not_model
+from helpers.identify.keras_config import (LAMBDA_NOTE, MIXED_TRAP, MODEL_REPORT, QUANTIZED_TRAP, TFSM_NOTE,
+                                           custom_classes, has_lambda_code, has_tfsm_layer, policy_names)
 from helpers.trust import LAMBDA, MODULES, TFSM
 
 __all__ = ["read_keras_zip"]
@@ -57,6 +57,17 @@ def read_keras_zip(path: str) -> Identification:
                   "custom objects": custom_classes(config)}
     lam, tfsm = has_lambda_code(config), has_tfsm_layer(config)
     info.runs_code += [LAMBDA] * lam + [TFSM] * tfsm
+    policies = policy_names(config)
+    quantized = [name for name in policies if "_from_" in name]
+    mixed = next((name for name in policies if name.startswith("mixed_")), None)
+    if quantized:
+        info.holds["quantized"] = ", ".join(quantized)
+        info.traps.append(QUANTIZED_TRAP.format(policies=", ".join(quantized),
+                                                mode=quantized[0].split("_from_")[0].split("/")[0]))
+    if mixed:
+        info.holds["dtype policy"] = mixed
+        if optimizer:
+            info.traps.append(MIXED_TRAP.format(policy=mixed))
     if info.kind == "keras3-archive":
         if info.holds["custom objects"]:
             info.traps.append("needs its custom classes: import or register them before loading "
@@ -69,6 +80,21 @@ def read_keras_zip(path: str) -> Identification:
                 """,
                 'report = f"{len(loaded)} weight arrays (the model needs its custom classes)"')
             info.partial = "only the weights were read: the model needs its custom classes"
+        elif mixed and optimizer and not (lam or tfsm):
+            info.how_to_load = loading_code(path, f"""
+                import keras
+                # compile() wraps the optimizer in a LossScaleOptimizer only under a mixed global policy
+                before = keras.mixed_precision.global_policy()
+                keras.mixed_precision.set_dtype_policy({mixed!r})
+                try:
+                    loaded = keras.models.load_model(path)
+                finally:
+                    keras.mixed_precision.set_dtype_policy(before)
+                """) + code_tail("""
+                optimizer = loaded.optimizer
+                report = (f"{type(loaded).__name__} {loaded.name!r}: {len(loaded.weights)} weights; "
+                          f"{type(optimizer).__name__} with {len(optimizer.variables)} variables kept")
+                """)
         else:
             info.how_to_load = loading_code(path, LAMBDA_NOTE * lam + TFSM_NOTE * tfsm + textwrap.dedent("""
                 import keras

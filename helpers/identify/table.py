@@ -25,6 +25,7 @@ from helpers.identify.answer import KINDS, Identification
 from helpers.identify.checkpoints import read_checkpoint_folder, read_loose_folder
 from helpers.identify.graph_defs import read_graph_def
 from helpers.identify.hdf5 import read_hdf5
+from helpers.identify.keras_hub_presets import looks_like_preset, read_preset_folder
 from helpers.identify.keras_zips import read_keras_zip
 from helpers.identify.meta_graphs import read_meta_graph
 from helpers.identify.onnx_models import looks_like_onnx, read_onnx
@@ -94,6 +95,7 @@ READERS: tuple[Reader, ...] = (
            folder_note="this is a SavedModel's graph file: pass its folder"),
     Reader("orbax", read_orbax_folder, ("orbax-checkpoint",), folder_names=("_CHECKPOINT_METADATA",),
            folder_sniff=looks_like_orbax),
+    Reader("keras-hub-preset", read_preset_folder, ("keras-hub-preset",), folder_sniff=looks_like_preset),
     Reader("checkpoint-folder", read_checkpoint_folder, ("checkpoint-folder",), folder_names=("checkpoint",)),
     Reader("checkpoint-in-folder", read_loose_folder,
            ("tf1-checkpoint", "checkpoint-keras2", "checkpoint-keras3", "checkpoint-module"),

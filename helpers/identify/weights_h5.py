@@ -22,10 +22,13 @@ __all__ = ["read_weights_h5"]
 def read_weights_h5(path: str, file: Any) -> Identification:
     counts = {"model": 0, "optimizer": 0}
     unstored: list[str] = []
+    int8: list[str] = []
 
     def visit(name: str, item: Any) -> None:
         if hasattr(item, "shape"):
             counts["optimizer" if name.startswith("optimizer/") else "model"] += 1
+            if str(item.dtype) == "int8" and not name.startswith("optimizer/"):
+                int8.append(name)
             if item.size and item.id.get_storage_size() == 0:  # declared, never written
                 unstored.append(f"{name} {tuple(item.shape)}")
 
@@ -41,6 +44,17 @@ def read_weights_h5(path: str, file: Any) -> Identification:
         info.holds["optimizer values"] = counts["optimizer"]
     info.traps.append("weights only: the architecture is not in the file; load_weights into a model "
                       "built with the same layers")
+    if int8:
+        info.holds["int8 weights"] = len(int8)
+        info.traps.append(f"quantized: {len(int8)} int8 kernel(s) with their scales; an unquantized twin "
+                          "fails ('expected 2 variables, but received 3'): quantize the twin first: "
+                          "model.quantize('int8') (or the mode it was saved with), then load_weights")
+    if "optimizer" in file and "inner_optimizer" in file["optimizer"]:
+        info.holds["loss scale optimizer"] = True
+        info.traps.append("mixed precision: the optimizer state of a LossScaleOptimizer (loss scale, step "
+                          "counter, inner optimizer): compile the twin under "
+                          "keras.mixed_precision.set_dtype_policy('mixed_float16') and build its optimizer "
+                          "before load_weights")
     if "optimizer" in file:
         info.traps.append("load_weights into a compiled model whose optimizer is not built drops the "
                           "optimizer state with only a warning: optimizer.build(model.trainable_variables) "

@@ -1,0 +1,232 @@
+"""Checks for notebook 17 (models as they ship today: quantized, mixed precision, averaged weights).
+
+Each check builds its own models and files in a fresh temporary folder, with
+architectures and names other than the notebook's, calls the learner's
+function, and says what is wrong when the answer is not right.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import os
+import tempfile
+import warnings
+from collections.abc import Callable, Iterator
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from helpers.checks import Hint, exercise_check, require
+
+__all__ = ["check_load_quantized_weights", "check_reload_for_training", "check_trained_and_averaged"]
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """No Python, TensorFlow or absl warning lines while a check runs; the dtype policy is put back."""
+    loggers = [logging.getLogger(name) for name in ("tensorflow", "absl")]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.CRITICAL + 1)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        for logger, level in zip(loggers, levels):
+            logger.setLevel(level)
+
+
+def _digest(path: str) -> str:
+    with open(path, "rb") as file:
+        return hashlib.sha256(file.read()).hexdigest()
+
+
+def _has_int8(model: keras.Model) -> bool:
+    return any(str(variable.dtype) == "int8" for variable in model.weights)
+
+
+# --------------------------------------------------------------------------- 17.1
+
+
+def _quantizable(seed: int) -> keras.Model:
+    keras.utils.set_random_seed(seed)
+    inputs = keras.Input((6,), name="reading")
+    hidden = keras.layers.Dense(12, activation="tanh", name="encoder")(inputs)
+    hidden = keras.layers.BatchNormalization(name="norm")(hidden)
+    hidden = keras.layers.Dense(10, activation="relu", name="mixer")(hidden)
+    return keras.Model(inputs, keras.layers.Dense(4, name="score")(hidden), name="sensor_net")
+
+
+@exercise_check("17.1")
+def check_load_quantized_weights(load_quantized_weights: Callable[..., keras.Model]) -> str:
+    made: list[keras.Model] = []
+    seeds = iter(range(100, 10_000))
+
+    def build() -> keras.Model:  # each call: new random weights, so an unloaded model shows
+        model = _quantizable(next(seeds))
+        made.append(model)
+        return model
+
+    batch = np.random.default_rng(17).normal(size=(9, 6)).astype("float32")
+    with tempfile.TemporaryDirectory() as folder, _quiet():
+        source = _quantizable(1)
+        norm = source.get_layer("norm")  # non-trivial statistics: a twin must load them too
+        norm.moving_mean.assign(np.linspace(-0.5, 0.5, 12).astype("float32"))
+        norm.moving_variance.assign(np.linspace(0.5, 2.0, 12).astype("float32"))
+        source.quantize("int8")
+        path = os.path.join(folder, "sensor run.weights.h5")
+        source.save_weights(path)
+        want = np.asarray(source(batch, training=False))
+        before = _digest(path)
+        result = load_quantized_weights(build, path)
+        require(isinstance(result, keras.Model),
+                f"load_quantized_weights returned {type(result).__name__}; return the model that holds "
+                "the weights")
+        require(any(result is model for model in made),
+                "the model returned was not made by build(): call build() and return that model")
+        require(_has_int8(result), Hint(
+            idea="the model returned holds no int8 kernel: the file's weights are quantized "
+                 "(section 3, 'Weights into a twin')",
+            fix="call twin.quantize('int8') on the model from build() before twin.load_weights(path)"))
+        got = np.asarray(result(batch, training=False))
+        require(got.shape == want.shape and np.array_equal(got, want),
+                "the model does not answer like the saved one: load the file's weights into the "
+                "quantized twin (load_weights), skipping nothing")
+        require(_digest(path) == before, "the weights file changed: load it, never save over it")
+    return "a quantized twin from build() holds the file's int8 weights and answers exactly like the saved model"
+
+
+# --------------------------------------------------------------------------- 17.2
+
+
+def _mixed_run(seed: int) -> keras.Model:
+    keras.mixed_precision.set_dtype_policy("mixed_float16")
+    try:
+        keras.utils.set_random_seed(seed)
+        inputs = keras.Input((5,), name="features")
+        hidden = keras.layers.Dense(7, activation="relu", name="enc")(inputs)
+        model = keras.Model(inputs, keras.layers.Dense(2, dtype="float32", name="logit")(hidden),
+                            name="mp_run")
+        model.compile(keras.optimizers.Adam(3e-3), "mse")
+    finally:
+        keras.mixed_precision.set_dtype_policy("float32")
+    return model
+
+
+def _values(optimizer) -> list[np.ndarray]:
+    return [np.asarray(v.numpy()) for v in optimizer.variables]
+
+
+@exercise_check("17.2")
+def check_reload_for_training(reload_for_training: Callable[[str], keras.Model]) -> str:
+    x = np.random.default_rng(5).normal(size=(12, 5)).astype("float32")
+    y = np.random.default_rng(6).normal(size=(12, 2)).astype("float32")
+    start_policy = "float64"  # not the default: "as you found it" is this one
+    with tempfile.TemporaryDirectory() as folder, _quiet():
+        original = _mixed_run(2)
+        original.fit(x, y, batch_size=4, epochs=2, verbose=0, shuffle=False)
+        original.optimizer.dynamic_scale.assign(512.0)  # values a fresh optimizer does not have
+        original.optimizer.step_counter.assign(3)
+        path = os.path.join(folder, "run 1.keras")
+        original.save(path)
+        before = _digest(path)
+        saved = _values(original.optimizer)
+        keras.mixed_precision.set_dtype_policy(start_policy)
+        try:
+            result = reload_for_training(path)
+            policy = keras.mixed_precision.global_policy().name
+        finally:
+            keras.mixed_precision.set_dtype_policy("float32")
+        require(policy == start_policy,
+                f"the global dtype policy is {policy!r} after your function, it was {start_policy!r}: "
+                "keep the policy you found (global_policy()) and set it back, also on errors")
+        require(isinstance(result, keras.Model),
+                f"reload_for_training returned {type(result).__name__}; return the loaded model")
+        optimizer = getattr(result, "optimizer", None)
+        require(optimizer is not None, "the model has no optimizer: load it compiled (compile=True)")
+        require(type(optimizer).__name__ == "LossScaleOptimizer", Hint(
+            idea=f"the optimizer is a bare {type(optimizer).__name__}: the loss scale and the saved state "
+                 "were dropped (section 6, 'The optimizer state dropped on reload')",
+            fix="set keras.mixed_precision.set_dtype_policy('mixed_float16') before load_model, "
+                "then set the policy back"))
+        got = _values(optimizer)
+        require(len(got) == len(saved) and all(a.shape == b.shape and np.array_equal(a, b)
+                                               for a, b in zip(got, saved)),
+                "the optimizer does not hold the saved values (loss scale, step counter, moments): "
+                "load the file itself, do not compile a new optimizer afterwards")
+        require(_digest(path) == before, "the file changed: load it, never save over it")
+        original.fit(x, y, batch_size=4, epochs=1, verbose=0, shuffle=False)
+        result.fit(x, y, batch_size=4, epochs=1, verbose=0, shuffle=False)
+        require(all(np.array_equal(a, b) for a, b in zip(original.get_weights(), result.get_weights())),
+                "one more epoch gives other weights than the uninterrupted run: resume from the file's "
+                "weights and optimizer state, unchanged")
+    return "the reloaded model keeps its LossScaleOptimizer state, resumes exactly, and the policy is as found"
+
+
+# --------------------------------------------------------------------------- 17.3
+
+
+def _ema_model(seed: int) -> keras.Model:
+    keras.utils.set_random_seed(seed)
+    inputs = keras.Input((4,), name="pixels")
+    hidden = keras.layers.Dense(6, activation="relu", name="zeta")(inputs)
+    hidden = keras.layers.BatchNormalization(name="norm")(hidden)
+    model = keras.Model(inputs, keras.layers.Dense(3, name="alpha")(hidden), name="ema_run")
+    model.compile(keras.optimizers.SGD(0.1, momentum=0.5, use_ema=True, ema_momentum=0.8), "mse")
+    return model
+
+
+def _train(model: keras.Model, x: np.ndarray, y: np.ndarray, steps: int) -> None:
+    for step in range(steps):
+        xb, yb = x[step * 4:step * 4 + 4], y[step * 4:step * 4 + 4]
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean((model(xb, training=True) - yb) ** 2)
+        grads = tape.gradient(loss, model.trainable_variables)
+        model.optimizer.apply_gradients(zip(grads, model.trainable_variables))
+
+
+@exercise_check("17.3")
+def check_trained_and_averaged(trained_and_averaged: Callable[[keras.Model], tuple]) -> str:
+    x = np.random.default_rng(8).normal(size=(24, 4)).astype("float32")
+    y = np.random.default_rng(9).normal(size=(24, 3)).astype("float32")
+    with _quiet():
+        model = _ema_model(4)
+        _train(model, x, y, 4)
+        trained = [np.array(v.numpy()) for v in model.trainable_variables]
+        averages = [np.array(a.numpy()) for a in model.optimizer._model_variables_moving_average]
+        weights = [np.array(w.numpy()) for w in model.weights]
+        slots = [np.array(v.numpy()) for v in model.optimizer.variables]
+        result = trained_and_averaged(model)
+        require(isinstance(result, (tuple, list)) and len(result) == 2,
+                "return a tuple of two lists: (trained weights, their averages)")
+        first, second = (list(part) if isinstance(part, (list, tuple)) else part for part in result)
+        require(isinstance(first, list) and isinstance(second, list),
+                "each part of the answer must be a list (or tuple) of NumPy arrays")
+        require(all(isinstance(a, np.ndarray) for a in first + second),
+                "return NumPy arrays (variable.numpy()), not variables or tensors")
+        require(all(np.array_equal(w.numpy(), a) for w, a in zip(model.weights, weights)),
+                "the model's weights changed: read the averages from the optimizer; do not write them "
+                "into the model (finalize_variable_values) or put back what you changed")
+        require(all(np.array_equal(v.numpy(), a) for v, a in zip(model.optimizer.variables, slots)),
+                "the optimizer's variables changed: read them, do not change them")
+        n = len(trained)
+        require(len(first) == n and len(second) == n,
+                f"the model has {n} trainable variables and the lists hold {len(first)} and {len(second)}: "
+                "one array per trainable variable (not model.weights, not every optimizer variable)")
+        same = lambda got, want: all(a.shape == b.shape and np.array_equal(a, b) for a, b in zip(got, want))
+        require(not (same(first, averages) and same(second, trained)),
+                "the two lists are swapped: the trained weights first, then the averages")
+        require(same(first, trained), "the first list is not the trained weights in the order of "
+                                      "model.trainable_variables")
+        require(same(second, averages), Hint(
+            idea="the second list is not the averages in the order of model.trainable_variables: Keras "
+                 "pairs them by position (section 8, 'Averaged weights')",
+            fix="keep the optimizer variables whose path ends with '_average', in the optimizer's order"))
+        _train(model, x[16:], y[16:], 1)  # the answer is a snapshot: later steps must not change it
+        require(same(first, trained) and same(second, averages),
+                "the arrays changed when training went on: return copies (np.array(v.numpy()))")
+    return "the trained weights and their averages, in the order of model.trainable_variables; model unchanged"

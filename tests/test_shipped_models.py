@@ -1,0 +1,303 @@
+"""Unit tests of helpers.shipped_models on real files: quantized, mixed precision, EMA, KerasHub presets."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import warnings
+
+import keras
+import numpy as np
+import pytest
+
+from helpers.errors import (
+    NotAKerasFileError,
+    NotAPresetError,
+    OptimizerStateDroppedError,
+    QuantizedTwinError,
+    StructureMismatchError,
+)
+from helpers.shipped_models import (
+    describe_preset,
+    dtype_policies,
+    ema_pairs,
+    load_keeping_optimizer,
+    load_preset,
+    load_weights_into_twin,
+    quantized_weights,
+    saved_optimizer_variables,
+)
+
+X = np.random.default_rng(0).normal(size=(8, 5)).astype("float32")
+Y = np.random.default_rng(1).normal(size=(8, 2)).astype("float32")
+
+
+def build(seed: int = 1) -> keras.Model:
+    keras.utils.set_random_seed(seed)
+    inputs = keras.Input((5,))
+    hidden = keras.layers.Dense(6, activation="relu", name="hidden")(inputs)
+    return keras.Model(inputs, keras.layers.Dense(2, dtype="float32", name="head")(hidden))
+
+
+def quantize(model: keras.Model, mode: str = "int8") -> keras.Model:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "Layer InputLayer does not have a `quantize` method"
+        model.quantize(mode)
+    return model
+
+
+@pytest.fixture(autouse=True)
+def _float32_policy():
+    yield
+    keras.mixed_precision.set_dtype_policy("float32")
+
+
+# --------------------------------------------------------------------------- quantized
+
+
+def test_quantized_keras_file_names_modes_and_int8_kernels(tmp_path):
+    model = quantize(build())
+    model.save(tmp_path / "q.keras")
+    assert dtype_policies(tmp_path / "q.keras") == {"hidden": "int8_from_float32", "head": "int8_from_float32"}
+    assert quantized_weights(tmp_path / "q.keras") == {"layers/dense/vars/0": (5, 6),
+                                                       "layers/dense_1/vars/0": (6, 2)}
+
+
+def test_int4_packs_two_values_a_byte(tmp_path):
+    model = quantize(build(), "int4")
+    model.save_weights(tmp_path / "q4.weights.h5")
+    shapes = sorted(quantized_weights(tmp_path / "q4.weights.h5").values())
+    assert (5, 3) in shapes and (6, 1) in shapes  # 6 and 2 output columns packed into 3 and 1
+
+
+def test_float_file_has_no_int8_weights(tmp_path):
+    build().save(tmp_path / "f.keras")
+    assert quantized_weights(tmp_path / "f.keras") == {}
+    assert dtype_policies(tmp_path / "f.keras") == {"hidden": "float32", "head": "float32"}
+
+
+def test_quantized_weights_refused_by_unquantized_twin_before_loading(tmp_path):
+    quantize(build()).save_weights(tmp_path / "q.weights.h5")
+    twin = build(seed=7)
+    before = [w.numpy().copy() for w in twin.weights]
+    with pytest.raises(QuantizedTwinError, match=r"quantize the twin first: model.quantize\('int8'\)"):
+        load_weights_into_twin(twin, tmp_path / "q.weights.h5")
+    assert all(np.array_equal(a, w.numpy()) for a, w in zip(before, twin.weights))
+
+
+def test_keras_itself_fails_on_the_unquantized_twin(tmp_path):
+    """The pitfall the recipe guards: Keras's own message."""
+    quantize(build()).save_weights(tmp_path / "q.weights.h5")
+    with pytest.raises(ValueError, match="expected 2 variables, but received 3"):
+        build().load_weights(tmp_path / "q.weights.h5")
+
+
+def test_quantized_twin_loads_with_equal_outputs(tmp_path):
+    source = quantize(build())
+    source.save_weights(tmp_path / "q.weights.h5")
+    twin = quantize(build(seed=9))
+    assert load_weights_into_twin(twin, tmp_path / "q.weights.h5") is twin
+    assert np.array_equal(twin(X).numpy(), source(X).numpy())
+
+
+def test_float_weights_refused_by_quantized_model(tmp_path):
+    build().save_weights(tmp_path / "f.weights.h5")
+    with pytest.raises(QuantizedTwinError, match="before quantizing"):
+        load_weights_into_twin(quantize(build()), tmp_path / "f.weights.h5")
+
+
+def test_not_a_keras_file(tmp_path):
+    (tmp_path / "x.weights.h5").write_bytes(b"not hdf5")
+    with pytest.raises(NotAKerasFileError):
+        quantized_weights(tmp_path / "x.weights.h5")
+    with pytest.raises(NotAKerasFileError, match="no such file"):
+        quantized_weights(tmp_path / "missing.keras")
+    build().save_weights(tmp_path / "w.weights.h5")
+    with pytest.raises(NotAKerasFileError, match="configuration"):
+        dtype_policies(tmp_path / "w.weights.h5")
+
+
+# --------------------------------------------------------------------------- mixed precision
+
+
+def mixed_model() -> keras.Model:
+    keras.mixed_precision.set_dtype_policy("mixed_float16")
+    model = build()
+    model.compile(keras.optimizers.Adam(1e-2), "mse")
+    keras.mixed_precision.set_dtype_policy("float32")
+    model.fit(X, Y, batch_size=4, epochs=1, verbose=0)
+    return model
+
+
+def test_mixed_precision_file_names_its_policy_and_14_optimizer_variables(tmp_path):
+    model = mixed_model()
+    model.save(tmp_path / "mp.keras")
+    assert dtype_policies(tmp_path / "mp.keras") == {"hidden": "mixed_float16", "head": "float32"}
+    assert saved_optimizer_variables(tmp_path / "mp.keras") == 14 == len(model.optimizer.variables)
+
+
+def test_plain_load_drops_the_loss_scale_optimizer_state(tmp_path):
+    mixed_model().save(tmp_path / "mp.keras")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        back = keras.saving.load_model(tmp_path / "mp.keras")
+    assert any("Skipping variable loading for optimizer" in str(w.message) for w in caught)
+    assert int(back.optimizer.iterations.numpy()) == 0
+
+
+def test_load_keeping_optimizer_resumes_exactly(tmp_path):
+    model = mixed_model()
+    model.save(tmp_path / "mp.keras")
+    back = load_keeping_optimizer(tmp_path / "mp.keras")
+    assert type(back.optimizer).__name__ == "LossScaleOptimizer"
+    assert keras.mixed_precision.global_policy().name == "float32"
+    assert [v.numpy().tolist() for v in back.optimizer.variables] == [
+        v.numpy().tolist() for v in model.optimizer.variables]
+    model.fit(X, Y, batch_size=4, epochs=1, verbose=0, shuffle=False)
+    back.fit(X, Y, batch_size=4, epochs=1, verbose=0, shuffle=False)
+    assert all(np.array_equal(a, b) for a, b in zip(model.get_weights(), back.get_weights()))
+
+
+def test_load_keeping_optimizer_raises_when_state_cannot_be_kept(tmp_path):
+    model = build()
+    model.compile(keras.optimizers.Adam(), "mse")
+    model.fit(X, Y, verbose=0)
+    model.save(tmp_path / "m.keras")
+    # a file whose optimizer the configuration cannot rebuild: drop the compile config
+    import zipfile
+    with zipfile.ZipFile(tmp_path / "m.keras") as source, zipfile.ZipFile(tmp_path / "n.keras", "w") as out:
+        for item in source.namelist():
+            data = source.read(item)
+            if item == "config.json":
+                config = json.loads(data)
+                config["compile_config"]["optimizer"]["class_name"] = "SGD"
+                config["compile_config"]["optimizer"]["config"] = {"name": "sgd", "learning_rate": 0.1}
+                data = json.dumps(config).encode()
+            out.writestr(item, data)
+    with pytest.raises(OptimizerStateDroppedError, match="holds 10 optimizer variables, the reloaded optimizer has 2"):
+        load_keeping_optimizer(tmp_path / "n.keras")
+
+
+def test_weights_h5_under_mixed_precision_needs_a_built_optimizer(tmp_path):
+    model = mixed_model()
+    model.save_weights(tmp_path / "mp.weights.h5")
+    assert saved_optimizer_variables(tmp_path / "mp.weights.h5") == 14
+    keras.mixed_precision.set_dtype_policy("mixed_float16")
+    twin = build()
+    twin.compile(keras.optimizers.Adam(1e-2), "mse")
+    keras.mixed_precision.set_dtype_policy("float32")
+    twin.optimizer.build(twin.trainable_variables)
+    twin.load_weights(tmp_path / "mp.weights.h5")
+    assert float(twin.optimizer.dynamic_scale.numpy()) == float(model.optimizer.dynamic_scale.numpy())
+    assert int(twin.optimizer.iterations.numpy()) == 2
+
+
+# --------------------------------------------------------------------------- EMA
+
+
+def test_ema_pairs_by_position_and_fit_ends_on_the_averages():
+    model = build()
+    model.compile(keras.optimizers.SGD(0.05, use_ema=True, ema_momentum=0.9), "mse")
+    model.fit(X, Y, batch_size=4, verbose=0)
+    pairs = ema_pairs(model)
+    assert [v.path for v, _ in pairs] == [v.path for v in model.trainable_variables]
+    assert all(np.array_equal(v.numpy(), a.numpy()) for v, a in pairs)
+
+
+def test_ema_pairs_refuses_a_plain_optimizer():
+    model = build()
+    model.compile(keras.optimizers.SGD(0.05), "mse")
+    with pytest.raises(StructureMismatchError, match="use_ema=True"):
+        ema_pairs(model)
+    model = build()
+    model.compile(keras.optimizers.SGD(0.05, use_ema=True), "mse")
+    with pytest.raises(StructureMismatchError, match="not built"):
+        ema_pairs(model)
+
+
+# --------------------------------------------------------------------------- presets
+
+
+@pytest.fixture(scope="module")
+def preset(tmp_path_factory):
+    import keras_hub
+
+    folder = tmp_path_factory.mktemp("presets") / "tiny"
+    keras.utils.set_random_seed(3)
+    vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat"]
+    tokenizer = keras_hub.models.BertTokenizer(vocabulary=vocabulary)
+    preprocessor = keras_hub.models.BertTextClassifierPreprocessor(tokenizer, sequence_length=6)
+    backbone = keras_hub.models.BertBackbone(vocabulary_size=8, num_layers=1, num_heads=2, hidden_dim=4,
+                                             intermediate_dim=8, max_sequence_length=6)
+    task = keras_hub.models.BertTextClassifier(backbone, num_classes=2, preprocessor=preprocessor)
+    task.save_to_preset(str(folder))
+    return folder, task
+
+
+def test_describe_preset(preset):
+    folder, _ = preset
+    description = describe_preset(folder)
+    assert (description.backbone_class, description.task_class) == ("BertBackbone", "BertTextClassifier")
+    assert description.keras_version == keras.__version__ and description.keras_hub_version
+    assert {"config.json", "metadata.json", "model.weights.h5", "task.json", "task.weights.h5",
+            "tokenizer.json", "preprocessor.json"} <= set(description.files)
+    assert description.assets == ["assets/tokenizer/vocabulary.txt"]
+    assert description.traps == []
+    assert "BertTextClassifier.from_preset" in str(description)
+
+
+def test_load_preset_equal_outputs(preset):
+    folder, task = preset
+    features = task.preprocessor(np.array(["the cat sat"]))
+    loaded = load_preset(folder)
+    assert type(loaded).__name__ == "BertTextClassifier"
+    assert np.array_equal(keras.ops.convert_to_numpy(loaded(features)),
+                          keras.ops.convert_to_numpy(task(features)))
+
+
+def test_preset_traps_and_refusals(preset, tmp_path):
+    folder, _ = preset
+    copy = tmp_path / "copy"
+    shutil.copytree(folder, copy)
+    os.remove(copy / "task.weights.h5")
+    metadata = json.loads((copy / "metadata.json").read_text())
+    metadata["keras_version"] = "9.0.0"
+    (copy / "metadata.json").write_text(json.dumps(metadata))
+    traps = " ".join(describe_preset(copy).traps)
+    assert "task.weights.h5" in traps and "Keras 9.0.0, newer" in traps
+    with pytest.raises(NotAPresetError, match="no such folder"):
+        describe_preset(tmp_path / "missing")
+    os.remove(copy / "metadata.json")
+    with pytest.raises(NotAPresetError, match="no metadata.json"):
+        describe_preset(copy)
+    (tmp_path / "file.json").write_text("{}")
+    with pytest.raises(NotAPresetError, match="not a folder"):
+        describe_preset(tmp_path / "file.json")
+
+
+def test_load_preset_refuses_a_class_keras_hub_does_not_define(preset, tmp_path):
+    folder, _ = preset
+    copy = tmp_path / "other"
+    shutil.copytree(folder, copy)
+    task = json.loads((copy / "task.json").read_text())
+    task["registered_name"] = "mypackage>Evil"
+    (copy / "task.json").write_text(json.dumps(task))
+    with pytest.raises(NotAPresetError, match="KerasHub does not define"):
+        load_preset(copy)
+
+
+def test_round_trip_names_the_dropped_loss_scale_optimizer_state(tmp_path):
+    """helpers.keras_files.round_trip reloads in a fresh process (policy float32) and must say what was lost."""
+    from helpers.errors import ReloadMismatchError
+    from helpers.keras_files import round_trip
+
+    model = mixed_model()
+    model.save(tmp_path / "mp.keras")
+    with pytest.raises(ReloadMismatchError) as caught:
+        round_trip(model, tmp_path / "mp.keras", X)
+    problems = caught.value.problems
+    assert "variable 'loss_scale_optimizer/dynamic_scale' missing from the reloaded model" in problems
+    assert "variable 'loss_scale_optimizer/step_counter' missing from the reloaded model" in problems
+    import re
+    assert any(re.fullmatch(r"variable 'adam(_\d+)?/iteration' differs after the reload", p) for p in problems)
