@@ -144,3 +144,43 @@ def test_a_state_file_naming_a_damaged_checkpoint_gets_tensorflows_answer(tmp_pa
 def test_a_prefix_with_glob_characters_is_read_plainly(tmp_path, no_tensorflow_reading):
     folder = Path(shutil.copytree(ROOT / "tests/data/tf215/tfckpt_opt", tmp_path / "run [1]*"))
     assert read_prefix(str(folder / "ckpt")).kind == "checkpoint-keras2"
+
+
+def _written_now(folder: Path) -> dict[str, str]:
+    """Checkpoints this TensorFlow and Keras 3 write: a trained model with its optimizer, a module, TF1's Saver."""
+    import keras
+    import numpy as np
+    import tensorflow as tf
+
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(4), keras.layers.Dense(1)])
+    model.compile(optimizer="adam", loss="mse")
+    model.fit(np.ones((4, 3)), np.ones((4, 1)), epochs=1, verbose=0)
+    bare = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])  # not compiled: no optimizer
+    module = tf.Module()
+    module.layers = [tf.Variable([1.0]), {"w": tf.Variable(2.0)}]
+    with tf.Graph().as_default(), tf.compat.v1.Session() as session:
+        w = tf.compat.v1.get_variable("w", initializer=tf.ones([2]))
+        train = tf.compat.v1.train.AdamOptimizer().minimize(tf.reduce_sum(w * w))
+        session.run(tf.compat.v1.global_variables_initializer())
+        session.run(train)
+        saver = tf.compat.v1.train.Saver()
+        name_based = saver.save(session, str(folder / "tf1" / "model"), write_meta_graph=False)
+    return {
+        "checkpoint-keras3": tf.train.Checkpoint(model=model, optimizer=model.optimizer).write(str(folder / "k3" / "ckpt")),
+        "checkpoint-keras3 (no optimizer)": tf.train.Checkpoint(model=bare).write(str(folder / "k3m" / "ckpt")),
+        "checkpoint-module": tf.train.Checkpoint(root=module).write(str(folder / "module" / "ckpt")),
+        "tf1-checkpoint": name_based,
+    }
+
+
+def test_checkpoints_written_now_are_named_as_tensorflow_reads_them(tmp_path, monkeypatch):
+    written = _written_now(tmp_path)
+    answers = {flavour: _same_both_ways(read_prefix, prefix) for flavour, prefix in written.items()}
+    assert {flavour: answer["kind"] for flavour, answer in answers.items()} == {
+        flavour: flavour.split(" ")[0] for flavour in written}
+    assert answers["checkpoint-keras3"]["holds"]["optimizer state"] is True
+    assert answers["checkpoint-keras3 (no optimizer)"]["holds"]["optimizer state"] is False
+    assert answers["tf1-checkpoint"]["holds"]["optimizer state"] is True
+    monkeypatch.setattr(checkpoints, "_tensorflow_reading", lambda *args: pytest.fail("read with TensorFlow"))
+    assert {flavour: read_prefix(prefix).kind for flavour, prefix in written.items()} == {
+        flavour: answer["kind"] for flavour, answer in answers.items()}
