@@ -132,6 +132,20 @@ def _entry(value: bytes) -> BundleEntry:
                        found["crc32c"])
 
 
+def _header_shards(value: bytes) -> int:
+    """The number of shards; ``ValueError`` for a header TensorFlow may refuse (big-endian, a newer
+    bundle version), so that its reader decides."""
+    header = {number: item for number, _, item in fields(value)}
+    if not isinstance(header.get(1, 0), int) or not isinstance(header.get(3, b""), bytes):
+        raise ValueError("a header of another layout")
+    if header.get(2, 0) != 0:
+        raise ValueError("a big-endian bundle")
+    version = list(fields(header.get(3, b"")))
+    if any(number == 2 and item > 1 or number == 3 for number, _, item in version):
+        raise ValueError("a bundle version this reader does not know")
+    return header.get(1, 0) or 1
+
+
 def is_table(path: str) -> bool:
     """Whether the file ends as a LevelDB table does (its footer's magic number): a V1 checkpoint
     and a V2 ``.index`` both do; TensorFlow's readers refuse anything else ("not an sstable")."""
@@ -162,7 +176,7 @@ def read_bundle_index(path: str) -> BundleIndex:
             block_size, _ = varint(handle, position)
             for key, value in _block(data, block_offset, block_size):
                 if key == b"":  # the header: BundleHeaderProto
-                    shards = dict((n, v) for n, w, v in fields(value) if w == 0).get(1, 0) or 1
+                    shards = _header_shards(value)
                     continue
                 entries[key.decode()] = _entry(value)
     except (IndexError, struct.error, UnicodeDecodeError) as error:

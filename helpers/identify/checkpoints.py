@@ -147,7 +147,7 @@ def read_prefix(prefix: str, *, light: bool = True) -> Identification:
 
 # The keys of the values (the object graph's not among them), their bytes, and the object graph's
 # facts (None: a name-based checkpoint).
-_Reading = tuple[list[str], int, "GraphFacts | None"]
+_Reading = tuple[list[str], int, GraphFacts | None]
 
 
 def _light_reading(prefix: str) -> _Reading | None:
