@@ -184,3 +184,16 @@ def test_checkpoints_written_now_are_named_as_tensorflow_reads_them(tmp_path, mo
     monkeypatch.setattr(checkpoints, "_tensorflow_reading", lambda *args: pytest.fail("read with TensorFlow"))
     assert {flavour: read_prefix(prefix).kind for flavour, prefix in written.items()} == {
         flavour: answer["kind"] for flavour, answer in answers.items()}
+
+
+@pytest.mark.parametrize("target, step", [("ckpt.index", 17), ("ckpt.data-00000-of-00001", 41)])
+def test_a_flipped_bit_anywhere_gets_tensorflows_answer(tmp_path, target, step):
+    """The table blocks' and the object graph's checksums send a damaged file to TensorFlow."""
+    source = ROOT / "tests/data/tf215/tfckpt_opt"
+    data = (source / target).read_bytes()
+    for offset in range(0, len(data), step):
+        folder = Path(shutil.copytree(source, tmp_path / str(offset)))
+        flipped = bytearray(data)
+        flipped[offset] ^= 0x10
+        (folder / target).write_bytes(bytes(flipped))
+        _same_both_ways(read_prefix, str(folder / "ckpt"))

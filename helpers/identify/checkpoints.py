@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import re
+import struct
 from typing import Any
 
 from helpers.identify.answer import KINDS, Identification, bytes_text, loading_code, not_model
@@ -162,7 +163,7 @@ def _light_reading(prefix: str) -> _Reading | None:
         if OBJECT_GRAPH_KEY not in index.entries:
             return keys, index.value_bytes(), None
         return keys, index.value_bytes(), read_graph_facts(read_string_scalar(prefix, index, OBJECT_GRAPH_KEY))
-    except (OSError, ValueError):  # UnicodeDecodeError is a ValueError
+    except (OSError, ValueError, struct.error):  # UnicodeDecodeError is a ValueError
         return None
 
 
