@@ -5,7 +5,7 @@
 it returns a JSON-able dict. Modes:
 
 * ``train``: the resumable run of ``build_run`` through ``helpers.resume.train_resumably``
-  (``--stop-at`` interrupts it, ``--announce`` tells the parent ``saving N`` before each save so
+  (a save every ``--save-every`` steps, 1 by default; ``--stop-at`` interrupts it, ``--announce`` tells the parent ``saving N`` before each save so
   that it can kill the process there);
 * ``naive``: the same run saved the naive way, NumPy files written in place;
 * ``multiworker``: one of two ``MultiWorkerMirroredStrategy`` workers on 127.0.0.1.
@@ -27,7 +27,8 @@ import argparse
 import json
 import os
 import sys
-from dataclasses import dataclass
+import tempfile
+from dataclasses import dataclass, field
 
 from helpers.fresh_process import tell_parent
 from helpers.resume import naive_audit, naive_files, state_digest, state_table, train_resumably, untracked_variables
@@ -47,6 +48,7 @@ class Run:
     generator: object
     iterator: object
     train_step: object
+    start: tempfile.TemporaryDirectory | None = field(default=None, repr=False)
 
     def pieces(self, leave_out: tuple[str, ...] = ()) -> dict[str, object]:
         """The state as ``{name: object}``, without the pieces named in ``leave_out``."""
@@ -61,14 +63,33 @@ class Run:
             pieces["seeds"] = untracked_variables(self.model)
         return tf.train.Checkpoint(**pieces)
 
+    def reset(self) -> None:
+        """Put every piece back in the state it was built in (``build_run(..., resettable=True)``).
 
-def build_run(width: int = 32, seed: int = 0) -> Run:
+        The objects stay, so ``train_step`` is not traced again (tracing is most of what a short
+        run costs): ``resume_without`` reuses two runs this way instead of building new ones.
+
+        Example:
+            >>> run = build_run(width=4, resettable=True)
+            >>> built = state_digest(run.model, run.optimizer, run.generator)
+            >>> _ = run.train_step(); _ = run.step.assign_add(1)
+            >>> run.reset()
+            >>> state_digest(run.model, run.optimizer, run.generator) == built, int(run.step)
+            (True, 0)
+        """
+        if self.start is None:
+            raise ValueError("this run keeps no copy of its start: build it with build_run(..., resettable=True)")
+        self.checkpoint().read(os.path.join(self.start.name, "start")).assert_consumed()
+
+
+def build_run(width: int = 32, seed: int = 0, resettable: bool = False) -> Run:
     """A small regression run that uses every kind of training state.
 
     Dropout (a Keras seed state in the model), Adam with a decaying learning
     rate (slots, an iteration count and a schedule position), a step counter,
     a ``tf.random.Generator`` adding noise to the inputs, and a shuffled,
-    repeated ``tf.data`` pipeline.
+    repeated ``tf.data`` pipeline. With ``resettable=True`` the run keeps a copy of its start
+    (a checkpoint in a temporary folder, removed with the run) for ``Run.reset()``.
     """
     import keras
     import numpy as np
@@ -103,7 +124,11 @@ def build_run(width: int = 32, seed: int = 0) -> Run:
         optimizer.apply_gradients(zip(grads, model.trainable_variables))
         return loss
 
-    return Run(model, optimizer, step, generator, iterator, train_step)
+    run = Run(model, optimizer, step, generator, iterator, train_step)
+    if resettable:
+        run.start = tempfile.TemporaryDirectory(prefix="run_start_")
+        run.checkpoint().write(os.path.join(run.start.name, "start"))
+    return run
 
 
 def _train(args: argparse.Namespace) -> dict:
@@ -113,26 +138,45 @@ def _train(args: argparse.Namespace) -> dict:
     run = build_run(args.width)
     checkpoint = run.checkpoint()
     announce = (lambda n: tell_parent(f"saving {n}")) if args.announce else None
-    train_resumably(checkpoint, run.step, run.train_step, args.dir, args.steps, stop_at=args.stop_at, before_save=announce)
+    train_resumably(checkpoint, run.step, run.train_step, args.dir, args.steps, save_every=args.save_every,
+                    stop_at=args.stop_at, before_save=announce)
     return {"step": int(run.step), "digest": state_digest(*run.pieces().values()), "pieces": state_table(**run.pieces())}
 
 
-def resume_without(directory: str, leave_out: tuple[str, ...], stop_at: int, total: int, width: int = 32) -> Run:
+def resume_without(directory: str, leave_out: tuple[str, ...], stop_at: int, total: int, width: int = 32,
+                   runs: tuple[Run, Run] | None = None) -> Run:
     """Train to ``stop_at`` saving every piece but ``leave_out``, then resume fresh objects to ``total``.
 
     The second half runs in this process on newly built objects, which is
     what a new process starts from. A left-out step counter restarts at 0,
-    so the resumed loop runs ``total`` more steps.
+    so the resumed loop runs ``total`` more steps. ``runs``: two runs built
+    with ``build_run(width, resettable=True)``, reset here to their start
+    instead of building new ones (the same state, without tracing
+    ``train_step`` again); the second one is returned.
+
+    Example:
+        >>> runs = build_run(width=4, resettable=True), build_run(width=4, resettable=True)
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     reused = resume_without(os.path.join(folder, "a"), ("step",), 2, 3, width=4, runs=runs)
+        ...     built = resume_without(os.path.join(folder, "b"), ("step",), 2, 3, width=4)
+        >>> int(reused.optimizer.iterations), int(built.optimizer.iterations)
+        (5, 5)
+        >>> state_digest(reused.model) == state_digest(built.model)
+        True
     """
     import tensorflow as tf
 
-    first = build_run(width)
+    if runs is None:
+        first, second = build_run(width), build_run(width)
+    else:
+        first, second = runs
+        first.reset()
+        second.reset()
     manager = tf.train.CheckpointManager(first.checkpoint(leave_out), directory, max_to_keep=1)
     while int(first.step) < stop_at:
         first.train_step()
         first.step.assign_add(1)
     manager.save()
-    second = build_run(width)
     second.checkpoint(leave_out).restore(manager.latest_checkpoint).assert_consumed()
     steps_run = 0
     while int(second.step) < total and steps_run < total:
@@ -246,6 +290,7 @@ def run(argv: list[str]) -> dict:
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--stop-at", type=int, default=None)
     parser.add_argument("--width", type=int, default=32)
+    parser.add_argument("--save-every", type=int, default=1)
     parser.add_argument("--announce", action="store_true")
     parser.add_argument("--index", type=int, default=0)
     parser.add_argument("--ports", default="")

@@ -598,3 +598,55 @@ def test_read_ahead_across_a_reshuffle_is_not_reproducible():
         next(other)
     assert _iterator_bytes(mine, peek=12) != first  # the same position, read 12 ahead, differs
     assert _iterator_bytes(mine) == _iterator_bytes(mine)  # two ahead (inside the epoch) does not
+
+
+# --------------------------------------------------------------------------- issue 35: chapter 11 faster
+
+from helpers.resume_worker import resume_without, run as run_worker_mode  # noqa: E402
+
+
+def _same_state(first, second) -> bool:
+    """Equal digests of every piece but the iterator, and the same next batch from it.
+
+    (Without op determinism, an iterator's digest can differ between two equal runs: issue 22.)
+    """
+    pieces = ("model", "optimizer", "step", "generator")
+    same = state_table(**{n: getattr(first, n) for n in pieces}) == state_table(**{n: getattr(second, n) for n in pieces})
+    return same and all(np.array_equal(a, b) for a, b in zip(next(first.iterator), next(second.iterator)))
+
+
+def test_reset_run_equals_a_newly_built_one():
+    run = build_run(width=8, resettable=True)
+    for _ in range(3):
+        run.train_step()
+        run.step.assign_add(1)
+    assert not _same_state(run, build_run(width=8))
+    run.reset()
+    assert int(run.step) == 0 and int(run.optimizer.iterations) == 0
+    run.train_step()
+    fresh = build_run(width=8)
+    fresh.train_step()
+    assert _same_state(run, fresh)
+
+
+def test_reset_needs_a_resettable_run():
+    with pytest.raises(ValueError, match="resettable=True"):
+        build_run(width=4).reset()
+
+
+@pytest.mark.parametrize("leave_out", [(), ("seeds",), ("optimizer",), ("step",)])
+def test_resume_without_on_reused_runs_equals_new_runs(tmp_path, leave_out):
+    runs = build_run(width=8, resettable=True), build_run(width=8, resettable=True)
+    resume_without(str(tmp_path / "warm"), ("iterator",), 3, 5, width=8, runs=runs)  # used before: reset
+    reused = resume_without(str(tmp_path / "reused"), leave_out, 3, 5, width=8, runs=runs)
+    assert reused is runs[1]
+    built = resume_without(str(tmp_path / "built"), leave_out, 3, 5, width=8)
+    assert _same_state(reused, built)
+    assert int(reused.optimizer.iterations) == int(built.optimizer.iterations)
+
+
+def test_worker_saves_every_n_steps(tmp_path):
+    report = run_worker_mode(["train", "--dir", tmp_path, "--steps", 7, "--width", 4, "--save-every", 3])
+    assert report["step"] == 7
+    assert sorted(n for n in os.listdir(tmp_path) if n.endswith(".index")) == [
+        "ckpt-3.index", "ckpt-6.index", "ckpt-7.index"]
