@@ -48,12 +48,12 @@ def _facts_with_tensorflow(folder: str) -> SavedModelFacts:
 def read_saved_model_folder(folder: str) -> Identification:
     from helpers.errors import NotACheckpointError
 
-    description = read_savedmodel_facts(folder)  # without TensorFlow, when the files read plainly
-    if description is None:
-        try:
+    try:
+        description = read_savedmodel_facts(folder)  # without TensorFlow, when the files read plainly
+        if description is None:
             description = _facts_with_tensorflow(folder)
-        except NotACheckpointError as error:
-            return not_model(folder, f"a SavedModel folder that cannot be read: {error.reason}")
+    except NotACheckpointError as error:
+        return not_model(folder, f"a SavedModel folder that cannot be read: {error.reason}")
     names = set(os.listdir(folder))
     root = description.root
     signatures = description.signatures
