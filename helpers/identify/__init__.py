@@ -73,16 +73,21 @@ def identify(path: str | os.PathLike) -> Identification:
 
     Never raises for a bad file: anything that is not a model file comes back
     with ``kind == "not-a-model"`` and the reason (missing, unreadable, empty,
-    truncated, a zip or HDF5 file of something else). Only a path of the
-    wrong type (not ``str`` or ``os.PathLike``) raises ``TypeError``.
+    truncated, a zip or HDF5 file of something else; an empty path too). Only a
+    path of the wrong type (not ``str`` or ``os.PathLike``) raises ``TypeError``.
 
     Example:
         >>> identify("no/such/file").reason
         'no such file or folder'
+        >>> identify("").reason
+        'the path is empty (no file or folder named)'
         >>> identify("tests/data/tf215/frozen_graph.pb").kind
         'frozen-graph'
     """
-    text = path_text(path, "model file path")
+    try:
+        text = path_text(path, "model file path")
+    except ValueError:  # path_text's only ValueError: an empty path
+        return not_model("", "the path is empty (no file or folder named)")
     if os.path.isdir(text):
         if not os.access(text, os.R_OK | os.X_OK):
             return not_model(text, "cannot read this folder (permission denied)")
