@@ -18,8 +18,9 @@ loaded. Code a file carries (a Lambda's bytecode, a SavedModel's stored function
 model); a ``.keras`` archive's declared sizes are checked before any member is read
 (``helpers.files.check_archive_sizes``). Naming imports TensorFlow only where a kind needs it:
 ``.keras``, HDF5, SavedModel folders, ``.meta`` and frozen graphs, ``.tflite`` and ``.onnx`` are
-read with h5py, LiteRT and protobuf's wire format (TensorFlow reads what these cannot read
-plainly, for the same answer); checkpoints reuse the chapters' recipes (``describe_checkpoint``,
+read with h5py, LiteRT, protobuf's wire format and, for TensorFlow's own messages, protobuf's
+parser over the whole file with TensorFlow's message types (``tf_protos``; TensorFlow reads what
+these cannot read plainly, for the same answer and the same reason for a damaged file); checkpoints reuse the chapters' recipes (``describe_checkpoint``,
 ``read_object_graph``), as does the loading code (``describe_keras_file``, ``describe_legacy_h5``).
 
 The package: ``identify`` and ``stored_real_file`` here (the front door); one reader module per
@@ -27,8 +28,9 @@ kind of artifact (``checkpoints``, ``meta_graphs``, ``keras_zips``, ``hdf5`` wit
 ``weights_h5``, ``sharded``, ``savedmodel_folders``, ``graph_defs``, ``tflite_models``,
 ``onnx_models``) behind the one table of readers (``table.READERS``); below them the answer
 (``answer``: ``Identification``, ``Verification``, ``KINDS``), Keras configurations
-(``keras_config``), the light readings (``savedmodel_proto``, ``bundle_index``, ``known_ops``)
-and protobuf's wire format (``protobuf``).
+(``keras_config``), the light readings (``savedmodel_proto``, ``bundle_index``, ``known_ops``),
+TensorFlow's message types without TensorFlow (``tf_protos``) and protobuf's wire format
+(``protobuf``).
 
 Example:
     >>> info = identify("tests/data/tf215/sequential.h5")
@@ -142,6 +144,7 @@ def _is_link_loop(path: str) -> bool:
     except OSError as error:
         return error.errno == errno.ELOOP
     return False
+
 
 def _folder(folder: str) -> Identification:
     names = set(os.listdir(folder))
