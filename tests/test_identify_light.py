@@ -1,4 +1,4 @@
-"""Naming a file is light: identify reads a .h5, a SavedModel and a .tflite without importing TensorFlow.
+"""Naming a file is light: identify reads a .h5, a SavedModel, a .tflite and a checkpoint without importing TensorFlow.
 
 Each check runs ``identify`` in a fresh Python and asks whether ``tensorflow`` was imported: no
 wall-clock numbers (``benchmarks/identify_speed.py`` times every kind side by side). The light
@@ -59,10 +59,27 @@ def test_naming_an_h5_a_savedmodel_a_tflite_a_meta_graph_and_a_frozen_graph_impo
     assert modules == {"tensorflow": False, "keras": False}
 
 
+CHECKPOINTS = {
+    "tests/data/tf215/tfckpt_noopt/ckpt": "checkpoint-keras2",  # a TF2 prefix, a Keras 2 model's
+    "tests/data/tf215/tfckpt_opt/ckpt.index": "checkpoint-keras2",  # one of its files, optimizer state too
+    "tests/data/tf215/tf_module/variables/variables": "checkpoint-module",  # a tf.Module's
+    "tests/data/tf215-graph/graph/model": "tf1-checkpoint",  # name-based (tf.compat.v1.train.Saver)
+    "tests/data/tf215/manager": "checkpoint-folder",  # a CheckpointManager folder (a state file)
+    "tests/data/tf215/ckpt_keras2_opt": "checkpoint-folder",
+}
+
+
+def test_naming_a_checkpoint_a_manager_folder_and_a_name_based_one_imports_no_tensorflow():
+    *kinds, modules = _named_in_fresh_python(list(CHECKPOINTS))
+    assert [k["kind"] for k in kinds] == list(CHECKPOINTS.values())
+    assert modules == {"tensorflow": False, "keras": False}
+
+
 def test_the_command_names_them_without_tensorflow_too():
-    paths = ["tests/data/tf215/sequential.h5", "tests/data/tf215/tf_module", "tests/data/litert/builtin.tflite"]
+    paths = ["tests/data/tf215/sequential.h5", "tests/data/tf215/tf_module", "tests/data/litert/builtin.tflite",
+             "tests/data/tf215/manager"]
     *kinds, modules = _named_in_fresh_python(paths, main=True)
-    assert [k["kind"] for k in kinds] == [LIGHT[p] for p in paths]
+    assert [k["kind"] for k in kinds] == [{**LIGHT, **CHECKPOINTS}[p] for p in paths]
     assert modules["tensorflow"] is False
 
 

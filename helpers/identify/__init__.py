@@ -17,11 +17,13 @@ loaded. Code a file carries (a Lambda's bytecode, a SavedModel's stored function
 ``trust=True``; the verifying process's memory is capped (a tiny file can declare a huge
 model); a ``.keras`` archive's declared sizes are checked before any member is read
 (``helpers.files.check_archive_sizes``). Naming imports TensorFlow only where a kind needs it:
-``.keras``, HDF5, SavedModel folders, ``.meta`` and frozen graphs, ``.tflite`` and ``.onnx`` are
-read with h5py, LiteRT, protobuf's wire format and, for TensorFlow's own messages, protobuf's
-parser over the whole file with TensorFlow's message types (``tf_protos``; TensorFlow reads what
-these cannot read plainly, for the same answer and the same reason for a damaged file); checkpoints reuse the chapters' recipes (``describe_checkpoint``,
-``read_object_graph``), as does the loading code (``describe_keras_file``, ``describe_legacy_h5``).
+``.keras``, HDF5, SavedModel folders, ``.meta`` and frozen graphs, ``.tflite``, ``.onnx`` and
+checkpoints (their ``.index``, object graph and state file) are read with h5py, LiteRT,
+protobuf's wire format and, for TensorFlow's own messages, protobuf's parser over the whole file
+with TensorFlow's message types (``tf_protos``); TensorFlow reads what these cannot read plainly,
+for the same answer and the same reason for a damaged file: the chapters' recipes
+``describe_checkpoint`` and ``read_object_graph`` for a checkpoint, an old V1 one among them; the
+loading code uses the recipes (``describe_keras_file``, ``describe_legacy_h5``).
 
 The package: ``identify`` and ``stored_real_file`` here (the front door); one reader module per
 kind of artifact (``checkpoints``, ``meta_graphs``, ``keras_zips``, ``hdf5`` with ``legacy_h5`` and

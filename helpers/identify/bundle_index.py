@@ -5,6 +5,9 @@ dtype, shape, shard, offset and size. ``read_bundle_index(path)`` returns them (
 shards) or raises ``ValueError`` for anything it does not read plainly (a compressed block, a
 sliced variable, a dtype without a fixed size): the caller then asks TensorFlow's own reader.
 ``helpers.tensor_bundle`` reads the same table with TensorFlow's protobuf classes.
+``read_string_scalar(prefix, index, key)`` reads one string value (the object graph) from its
+data file and checks its CRC32C as TensorFlow does; ``data_files_complete`` says whether every
+data file is there, long enough, and no stray shard count lies beside them.
 
 Example:
     >>> index = read_bundle_index("tests/data/tf215/tf_module/variables/variables.index")
@@ -12,18 +15,24 @@ Example:
     (['_CHECKPOINTABLE_OBJECT_GRAPH'], 1)
     >>> index.value_bytes(), index.short_data_files("tests/data/tf215/tf_module/variables/variables")
     (32, [])
+    >>> prefix = "tests/data/tf215/tfckpt_opt/ckpt"
+    >>> index = read_bundle_index(prefix + ".index")
+    >>> data_files_complete(prefix, index), len(read_string_scalar(prefix, index, OBJECT_GRAPH_KEY))
+    (True, 2810)
 """
 
 from __future__ import annotations
 
 import math
 import os
+import re
 import struct
 from dataclasses import dataclass
 
 from helpers.identify.protobuf import fields, varint
 
-__all__ = ["OBJECT_GRAPH_KEY", "BundleEntry", "BundleIndex", "is_table", "read_bundle_index"]
+__all__ = ["OBJECT_GRAPH_KEY", "BundleEntry", "BundleIndex", "crc32c", "data_files_complete", "is_table",
+           "read_bundle_index", "read_string_scalar"]
 
 OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
 _TABLE_MAGIC = 0xDB4775248B80FB57  # the magic number that ends a LevelDB table
@@ -42,6 +51,7 @@ class BundleEntry:
     shard: int
     offset: int
     size: int
+    crc32c: int = 0  # the masked CRC32C of the value's bytes, as the data file holds them
 
     @property
     def nbytes(self) -> int:
@@ -79,6 +89,9 @@ def _signed(value: int) -> int:
 def _block(data: bytes, offset: int, size: int) -> list[tuple[bytes, bytes]]:
     if data[offset + size] != 0:  # the trailer's type byte: 0 is an uncompressed block
         raise ValueError("a compressed table block")
+    trailer = data[offset + size: offset + size + 5]
+    if len(trailer) < 5 or _masked(crc32c(data[offset:offset + size + 1])) != struct.unpack("<I", trailer[1:])[0]:
+        raise ValueError("a table block whose checksum does not match")  # TensorFlow refuses it too
     block = data[offset:offset + size]
     restarts = struct.unpack_from("<I", block, size - 4)[0]
     end, position, key, entries = size - 4 * (1 + restarts), 0, b"", []
@@ -94,7 +107,7 @@ def _block(data: bytes, offset: int, size: int) -> list[tuple[bytes, bytes]]:
 
 
 def _entry(value: bytes) -> BundleEntry:
-    found = {"dtype": 0, "shard": 0, "offset": 0, "size": 0}
+    found = {"dtype": 0, "shard": 0, "offset": 0, "size": 0, "crc32c": 0}
     shape: list[int] = []
     for number, wire, item in fields(value):
         if number == 1 and wire == 0:
@@ -107,13 +120,30 @@ def _entry(value: bytes) -> BundleEntry:
                     raise ValueError("a shape of unknown rank")
         elif number in (3, 4, 5) and wire == 0:
             found[{3: "shard", 4: "offset", 5: "size"}[number]] = _signed(item)
+        elif number == 6 and wire == 5:
+            found["crc32c"] = struct.unpack("<I", item)[0]
         elif number == 7:
             raise ValueError("a sliced (partitioned) variable")
     if found["dtype"] != _STRING and found["dtype"] not in _SIZES:
         raise ValueError(f"dtype {found['dtype']}")
     if any(dim < 0 for dim in shape):
         raise ValueError("a negative dimension")
-    return BundleEntry(found["dtype"], tuple(shape), found["shard"], found["offset"], found["size"])
+    return BundleEntry(found["dtype"], tuple(shape), found["shard"], found["offset"], found["size"],
+                       found["crc32c"])
+
+
+def _header_shards(value: bytes) -> int:
+    """The number of shards; ``ValueError`` for a header TensorFlow may refuse (big-endian, a newer
+    bundle version), so that its reader decides."""
+    header = {number: item for number, _, item in fields(value)}
+    if not isinstance(header.get(1, 0), int) or not isinstance(header.get(3, b""), bytes):
+        raise ValueError("a header of another layout")
+    if header.get(2, 0) != 0:
+        raise ValueError("a big-endian bundle")
+    version = list(fields(header.get(3, b"")))
+    if any(number == 2 and item > 1 or number == 3 for number, _, item in version):
+        raise ValueError("a bundle version this reader does not know")
+    return header.get(1, 0) or 1
 
 
 def is_table(path: str) -> bool:
@@ -146,9 +176,85 @@ def read_bundle_index(path: str) -> BundleIndex:
             block_size, _ = varint(handle, position)
             for key, value in _block(data, block_offset, block_size):
                 if key == b"":  # the header: BundleHeaderProto
-                    shards = dict((n, v) for n, w, v in fields(value) if w == 0).get(1, 0) or 1
+                    shards = _header_shards(value)
                     continue
                 entries[key.decode()] = _entry(value)
     except (IndexError, struct.error, UnicodeDecodeError) as error:
         raise ValueError(f"a damaged index ({error})") from None
     return BundleIndex(entries, shards)
+
+
+# --------------------------------------------------------------------------- values
+
+_DATA_FILE = re.compile(r"\.data-(\d{5})-of-(\d{5})$")
+
+
+def _crc_table() -> list[int]:
+    table = []
+    for byte in range(256):
+        crc = byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ 0x82F63B78 if crc & 1 else crc >> 1
+        table.append(crc)
+    return table
+
+
+_CRC_TABLE = _crc_table()
+
+
+def crc32c(data: bytes, crc: int = 0) -> int:
+    """CRC32C (Castagnoli) of ``data``, extending ``crc``: the checksum TensorFlow's bundles keep.
+
+    Example:
+        >>> hex(crc32c(b"123456789"))
+        '0xe3069283'
+    """
+    crc ^= 0xFFFFFFFF
+    table = _CRC_TABLE
+    for byte in data:
+        crc = table[(crc ^ byte) & 0xFF] ^ (crc >> 8)
+    return crc ^ 0xFFFFFFFF
+
+
+def _masked(crc: int) -> int:
+    return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+
+
+def data_files_complete(prefix: str, index: BundleIndex) -> bool:
+    """Whether the data files beside ``prefix`` are exactly the index's shards, each long enough.
+
+    Names are compared literally (``[``, ``*``, ``?`` are plain characters here).
+    """
+    folder, stem = os.path.split(prefix)
+    present = {name for name in os.listdir(folder or ".")
+               if name.startswith(stem) and _DATA_FILE.fullmatch(name[len(stem):])}
+    expected = {f"{stem}.data-{shard:05d}-of-{index.shards:05d}" for shard in range(index.shards)}
+    return present == expected and not index.short_data_files(prefix)
+
+
+def read_string_scalar(prefix: str, index: BundleIndex, key: str) -> bytes:
+    """The bytes of the scalar string value ``key``, checked as TensorFlow checks them.
+
+    A string in a data file is its length (a varint), a masked CRC32C of that length (as 4
+    little-endian bytes; 8 past 4 GiB), then its bytes; the index keeps the masked CRC32C of all of it.
+    ``ValueError`` for anything else (another shape, a checksum that does not match).
+    """
+    entry = index.entries[key]
+    if entry.dtype != _STRING or entry.shape != ():
+        raise ValueError(f"{key!r} is not a scalar string")
+    folder, stem = os.path.split(prefix)
+    name = os.path.join(folder, f"{stem}.data-{entry.shard:05d}-of-{index.shards:05d}")
+    with open(name, "rb") as file:
+        file.seek(entry.offset)
+        data = file.read(entry.size)
+    if len(data) != entry.size:
+        raise ValueError("a truncated data file")
+    length, position = varint(data, 0)
+    crc = crc32c(struct.pack("<I" if length < 1 << 32 else "<Q", length))
+    if position + 4 + length != entry.size or struct.unpack_from("<I", data, position)[0] != _masked(crc):
+        raise ValueError("a damaged string value (its length does not check)")
+    crc = crc32c(data[position:position + 4], crc)
+    value = data[position + 4:]
+    if _masked(crc32c(value, crc)) != entry.crc32c:
+        raise ValueError("a damaged string value (its checksum does not match)")
+    return value
