@@ -326,6 +326,18 @@ def test_bit_flipped_hdf5_files_never_raise(tmp_path):
             assert isinstance(identify(flipped), Identification)
 
 
+def test_a_damaged_meta_beside_a_checkpoint_is_a_trap_not_an_error(tmp_path):
+    import shutil
+
+    folder = shutil.copytree(Path(__file__).parent / "data" / "tf215-graph" / "graph", tmp_path / "graph")
+    meta = folder / "model.meta"
+    meta.write_bytes(meta.read_bytes()[: meta.stat().st_size // 2])  # was a raw DecodeError
+    info = identify(folder / "model")
+    assert info.kind == "tf1-checkpoint" and info.holds["variables"] == 23
+    assert info.traps[0].startswith("the .meta beside it is damaged (Error parsing message")
+    assert identify(meta).kind == "not-a-model"
+
+
 def test_an_empty_path_is_not_a_model_and_a_wrong_type_raises():
     info = identify("")
     assert info.kind == "not-a-model" and info.reason == "the path is empty (no file or folder named)"
