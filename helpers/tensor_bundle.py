@@ -9,7 +9,12 @@ before the cut. These functions read the table directly, for every dtype (string
 and the object graph included), so a short shard is found before anything is read:
 
 * ``bytes_by_shard(index_path)``: ``{shard: (bytes its data file must hold, shards)}``;
-* ``short_data_files(prefix)``: the shards that are missing or shorter than that.
+* ``short_data_files(prefix)``: the shards that are missing or shorter than that;
+* ``table_entries(data)``: the table's keys and values, the course's one reader of a LevelDB
+  table (``helpers.identify.bundle_index`` reads a checkpoint with it, without TensorFlow): each
+  block's masked CRC32C (``crc32c``, ``masked``) is checked, as TensorFlow's reader checks it.
+
+Nothing here imports TensorFlow until ``bytes_by_shard`` parses the entries.
 
 Example:
     >>> import os, tempfile
