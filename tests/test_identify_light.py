@@ -301,3 +301,17 @@ def test_the_message_types_come_from_tensorflows_files_without_importing_them():
                           timeout=300, check=True)
     seconds, imported = done.stdout.split()
     assert imported == "False" and float(seconds) < 5  # about 0.05 s; generous for a busy machine
+
+
+def test_without_tensorflow_installed_a_savedmodel_meta_graph_or_frozen_graph_is_answered_not_raised():
+    # sys.modules["tensorflow"] = None: importlib finds no TensorFlow and importing it fails,
+    # as where it is not installed.
+    paths = ["tests/data/tf215/tf_module", "tests/data/tf215-graph/graph/model.meta", "tests/data/tf215/frozen_graph.pb"]
+    code = ("import json, sys\nsys.modules['tensorflow'] = None\nfrom helpers.identify import identify\n"
+            f"for p in {paths!r}:\n    info = identify(p)\n    print(json.dumps([info.kind, info.reason]))\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=300, check=True)
+    from helpers.identify.tf_protos import NO_TENSORFLOW
+
+    assert [json.loads(line) for line in done.stdout.splitlines()] == [["not-a-model", NO_TENSORFLOW]] * 3

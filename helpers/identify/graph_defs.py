@@ -15,7 +15,7 @@ from google.protobuf.message import DecodeError
 from helpers.errors import first_line
 from helpers.identify.answer import Identification, loading_code, not_model
 from helpers.identify.known_ops import KNOWN_OPS
-from helpers.identify.tf_protos import parse
+from helpers.identify.tf_protos import NO_TENSORFLOW, parse
 
 __all__ = ["read_graph_def"]
 
@@ -43,11 +43,15 @@ def read_graph_def(path: str) -> Identification:
     text = path.endswith(".pbtxt")  # the text format (tf.io.write_graph(..., as_text=True))
     try:
         light = None if text else _light_nodes(path)
+        traps: list[str] = []
+        read = _read_with_tensorflow(path, text) if light is None else None
     except DecodeError as error:  # TensorFlow's GraphDef raises the same error
         return _not_graph_def(path, text, error)
-    traps: list[str] = []
+    except ModuleNotFoundError as error:
+        if error.name != "tensorflow":
+            raise
+        return not_model(path, NO_TENSORFLOW)
     if light is None:
-        read = _read_with_tensorflow(path, text)
         if isinstance(read, Identification):
             return read
         light, traps = read

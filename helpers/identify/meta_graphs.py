@@ -13,7 +13,7 @@ import re
 
 from helpers.errors import first_line
 from helpers.identify.answer import Identification, code_tail, loading_code, not_model
-from helpers.identify.tf_protos import parse
+from helpers.identify.tf_protos import NO_TENSORFLOW, parse
 from helpers.trust import GRAPH
 
 __all__ = ["meta_summary", "read_meta_graph"]
@@ -48,6 +48,10 @@ def read_meta_graph(path: str) -> Identification:
         version, variables, devices = meta_summary(path)
     except (DecodeError, RuntimeError, ValueError) as error:
         return not_model(path, f"a .meta file that is not a MetaGraphDef (truncated?): {first_line(error)}")
+    except ModuleNotFoundError as error:
+        if error.name != "tensorflow":
+            raise
+        return not_model(path, NO_TENSORFLOW)
     prefix = path[: -len(".meta")]
     has_values = os.path.isfile(prefix + ".index") or os.path.isfile(prefix)
     info = Identification(path, "meta-graph", written_by={"TensorFlow": version} if version else {},

@@ -17,6 +17,7 @@ import re
 
 from helpers.identify.answer import Identification, bytes_text, loading_code, not_model
 from helpers.identify.savedmodel_proto import SavedModelFacts, read_savedmodel_facts
+from helpers.identify.tf_protos import NO_TENSORFLOW
 from helpers.trust import SAVEDMODEL
 
 __all__ = ["read_saved_model_folder"]
@@ -54,6 +55,10 @@ def read_saved_model_folder(folder: str) -> Identification:
             description = _facts_with_tensorflow(folder)
     except NotACheckpointError as error:
         return not_model(folder, f"a SavedModel folder that cannot be read: {error.reason}")
+    except ModuleNotFoundError as error:
+        if error.name != "tensorflow":
+            raise
+        return not_model(folder, NO_TENSORFLOW)
     names = set(os.listdir(folder))
     root = description.root
     signatures = description.signatures

@@ -7,7 +7,8 @@ The message types come from TensorFlow's generated ``*_pb2.py`` files, which eac
 serialized ``FileDescriptorProto`` (``AddSerializedFile(b'...')``): the bytes are read from the
 files' text (``ast.literal_eval``; the files are never imported or run) and added, dependencies
 first, to a private ``DescriptorPool``. This takes a few hundredths of a second, once per
-process. Without TensorFlow installed there are no descriptors: ``ModuleNotFoundError``.
+process. Without TensorFlow installed there are no descriptors: ``ModuleNotFoundError`` (the
+readers answer not-a-model with ``NO_TENSORFLOW``).
 
 Example:
     >>> with open("tests/data/tf215/frozen_graph.pb", "rb") as file:
@@ -30,10 +31,12 @@ import os
 import re
 from typing import Any
 
-__all__ = ["message_class", "parse"]
+__all__ = ["NO_TENSORFLOW", "message_class", "parse"]
 
 # The .proto files whose messages the readers parse (their dependencies are added first).
 _ROOTS = ("tensorflow/core/protobuf/saved_model.proto", "tensorflow/core/framework/graph.proto")
+# What a reader answers where TensorFlow is not installed (no message types to parse with).
+NO_TENSORFLOW = "TensorFlow is not installed here: reading this file needs its message types (pip install tensorflow)"
 _SERIALIZED = re.compile(rb"AddSerializedFile\((b'(?:[^'\\]|\\.)*')\)")
 
 
@@ -55,8 +58,7 @@ def _pool() -> Any:
 
     spec = importlib.util.find_spec("tensorflow")  # finds the package without importing it
     if spec is None or not spec.submodule_search_locations:
-        raise ModuleNotFoundError("TensorFlow is not installed: its message types are not here",
-                                  name="tensorflow")
+        raise ModuleNotFoundError(NO_TENSORFLOW, name="tensorflow")
     root = os.path.dirname(list(spec.submodule_search_locations)[0])
     pool = descriptor_pool.DescriptorPool()
     added: set[str] = set()
