@@ -29,6 +29,8 @@ NotAKerasFileError`` works as well).
   the reverse), ``OptimizerStateDroppedError`` (a reload that kept fewer optimizer variables than the
   file holds) and ``NotAPresetError`` (a ``NotACheckpointError``: a folder that is not a KerasHub
   preset), chapter 17.
+* ``DamagedH5Error`` (a ``NotACheckpointError``: an HDF5 ``.h5`` whose contents or model
+  configuration do not read: copy it again).
 """
 
 from __future__ import annotations
@@ -700,6 +702,25 @@ class NotAPresetError(NotACheckpointError):
     def __init__(self, path: str | os.PathLike, reason: str) -> None:
         super().__init__(os.fspath(path), reason)
         self.args = (f"{self.path!r} is not a KerasHub preset folder: {reason}",)
+
+    def __str__(self) -> str:
+        return self.args[0]
+
+
+class DamagedH5Error(NotACheckpointError):
+    """A legacy Keras ``.h5`` that is an HDF5 file but damaged: its groups, datasets or model
+    configuration (the ``model_config`` JSON) do not read. Copy the file again.
+
+    Example:
+        >>> raise DamagedH5Error("model.h5", "its model_config is not JSON (Expecting value: line 1 column 2)")
+        Traceback (most recent call last):
+        ...
+        helpers.errors.DamagedH5Error: 'model.h5' is a damaged .h5 file: its model_config is not JSON (Expecting value: line 1 column 2)
+    """
+
+    def __init__(self, path: str | os.PathLike, reason: str) -> None:
+        super().__init__(os.fspath(path), reason)
+        self.args = (f"{self.path!r} is a damaged .h5 file: {reason}",)
 
     def __str__(self) -> str:
         return self.args[0]

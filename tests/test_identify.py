@@ -288,6 +288,63 @@ def test_not_a_model_file_says_why(tmp_path, case):
         info.load()
 
 
+def _flip_bits(source: Path, target: Path, count: int, seed: int) -> Path:
+    """A copy of ``source`` with ``count`` bits flipped at places drawn from ``seed`` (reproducible)."""
+    import random
+
+    data = bytearray(source.read_bytes())
+    draw = random.Random(seed)
+    for _ in range(count):
+        data[draw.randrange(len(data))] ^= 1 << draw.randrange(8)
+    target.write_bytes(bytes(data))
+    return target
+
+
+def test_a_legacy_h5_whose_model_config_is_damaged_is_not_a_model_and_no_error(tmp_path):
+    path = copy_real("tf215", "sequential", tmp_path)
+    with h5py.File(path, "r+") as h5:
+        h5.attrs["model_config"] = "{not json"
+    info = identify(path)
+    assert info.kind == "not-a-model" and info.reason.startswith("a legacy .h5 whose model_config is damaged (not JSON")
+    with h5py.File(path, "r+") as h5:
+        h5.attrs["model_config"] = "[1, 2]"
+    assert "model_config is damaged" in identify(path).reason
+
+
+def test_bit_flipped_hdf5_files_never_raise(tmp_path):
+    # The reviewer's hostile files: 20 bits flipped in functional_bn.weights.h5 (seed 1: h5py's
+    # "B-tree iteration failed"), and in sequential.h5 (seed 1: its model_config's JSON breaks).
+    stored = Path(__file__).parent / "data" / "tf215" / "functional_bn.weights.h5"
+    weights = _flip_bits(stored, tmp_path / "flip.weights.h5", 20, 1)
+    info = identify(weights)
+    assert info.kind == "not-a-model" and info.reason.startswith("a truncated or damaged HDF5 file (B-tree")
+    model = _flip_bits(real_file("tf215", "sequential"), tmp_path / "flip.h5", 20, 1)
+    assert "model_config is damaged" in identify(model).reason
+    for seed in range(12):  # and more: whatever breaks, an answer comes back
+        for source, suffix in ((real_file("tf215", "sequential"), ".h5"), (stored, ".weights.h5")):
+            flipped = _flip_bits(source, tmp_path / f"f{seed}{suffix}", 1 + seed, seed + 100)
+            assert isinstance(identify(flipped), Identification)
+
+
+def test_a_damaged_meta_beside_a_checkpoint_is_a_trap_not_an_error(tmp_path):
+    import shutil
+
+    folder = shutil.copytree(Path(__file__).parent / "data" / "tf215-graph" / "graph", tmp_path / "graph")
+    meta = folder / "model.meta"
+    meta.write_bytes(meta.read_bytes()[: meta.stat().st_size // 2])  # was a raw DecodeError
+    info = identify(folder / "model")
+    assert info.kind == "tf1-checkpoint" and info.holds["variables"] == 23
+    assert info.traps[0].startswith("the .meta beside it is damaged (Error parsing message")
+    assert identify(meta).kind == "not-a-model"
+
+
+def test_an_empty_path_is_not_a_model_and_a_wrong_type_raises():
+    info = identify("")
+    assert info.kind == "not-a-model" and info.reason == "the path is empty (no file or folder named)"
+    with pytest.raises(TypeError, match="must be a str or os.PathLike"):
+        identify(3)
+
+
 @pytest.mark.skipif(hasattr(os, "geteuid") and os.geteuid() == 0, reason="root reads every folder")
 def test_an_unreadable_folder(tmp_path):
     folder = copy_real("tf215", "savedmodel_tf", tmp_path)

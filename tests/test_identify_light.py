@@ -121,15 +121,21 @@ def test_the_light_savedmodel_reading_equals_tensorflows(folder):
 def test_the_light_reading_leaves_a_damaged_or_unusual_folder_to_tensorflow(tmp_path):
     import shutil
 
+    from helpers.errors import NotASavedModelError
     from helpers.identify import identify
+    from helpers.identify.savedmodel_folders import _facts_with_tensorflow
     from helpers.identify.savedmodel_proto import read_savedmodel_facts
 
     folder = tmp_path / "sm"
     shutil.copytree(ROOT / "tests/data/tf215/tf_module", folder)
     data = (folder / "saved_model.pb").read_bytes()
     (folder / "saved_model.pb").write_bytes(data[: len(data) // 2])
-    assert read_savedmodel_facts(str(folder)) is None
-    assert identify(folder).kind == "not-a-model" and "damaged or truncated" in identify(folder).reason
+    with pytest.raises(NotASavedModelError) as light:  # the whole file is parsed: a truncated one raises
+        read_savedmodel_facts(str(folder))
+    with pytest.raises(NotASavedModelError) as heavy:
+        _facts_with_tensorflow(str(folder))
+    assert light.value.reason == heavy.value.reason and "damaged or truncated" in light.value.reason
+    assert identify(folder).kind == "not-a-model" and identify(folder).reason.endswith(heavy.value.reason)
     (folder / "saved_model.pb").write_bytes(data)
     shard = next((folder / "variables").glob("variables.data-*"))
     shard.write_bytes(shard.read_bytes()[:1])
@@ -194,3 +200,118 @@ def test_a_graph_with_an_op_outside_the_known_ones_is_read_with_tensorflow(tmp_p
     assert _light_nodes(str(tmp_path / "library.pb")) is None
     info = identify(tmp_path / "library.pb")
     assert info.kind == "frozen-graph" and any("SentencepieceOp" in trap for trap in info.traps)
+
+
+# Damaged files (after the review of the identify package): bits flipped in a stored file, at
+# places drawn from a fixed seed. The light readers parse the whole file (helpers.identify.tf_protos),
+# so each is named exactly as TensorFlow's reading names it: the same kind, reason, holds and traps.
+FLIPPED = {
+    "savedmodel": ["tests/data/tf215/tf_module", "tests/data/tf215/savedmodel_keras2",
+                   "tests/data/tf215/tf1_builder"],
+    "meta": ["tests/data/tf215-graph/graph/model.meta"],
+    "graph": ["tests/data/tf215/frozen_graph.pb"],
+}
+
+
+def _flip_bits(path: Path, seed: int) -> None:
+    import random
+
+    data = bytearray(path.read_bytes())
+    draw = random.Random(seed)
+    for _ in range(1 + seed % 3):
+        data[draw.randrange(len(data))] ^= 1 << draw.randrange(8)
+    path.write_bytes(bytes(data))
+
+
+def _damaged_copy(source: str, seed: int, tmp_path: Path) -> Path:
+    import shutil
+
+    origin = ROOT / source
+    if origin.is_dir():
+        target = tmp_path / origin.name
+        shutil.copytree(origin, target)
+        _flip_bits(target / "saved_model.pb", seed)
+        return target
+    folder = tmp_path / "copy"
+    shutil.copytree(origin.parent, folder)  # a .meta's checkpoint beside it comes along
+    _flip_bits(folder / origin.name, seed)
+    return folder / origin.name
+
+
+def _as_tensorflow_reads_it(monkeypatch) -> None:
+    """Make the readers take TensorFlow's route (the answer before the light readers)."""
+    from tensorflow.core.framework import graph_pb2
+    from tensorflow.core.protobuf import meta_graph_pb2
+
+    from helpers.identify import graph_defs, meta_graphs, savedmodel_folders
+
+    monkeypatch.setattr(savedmodel_folders, "read_savedmodel_facts", lambda folder: None)
+    monkeypatch.setattr(graph_defs, "_light_nodes", lambda path: None)
+    monkeypatch.setattr(meta_graphs, "parse", lambda data, name: meta_graph_pb2.MetaGraphDef.FromString(data))
+    assert graph_pb2.GraphDef  # the route's own classes
+
+
+@pytest.mark.parametrize("source,seed", [(source, seed) for sources in FLIPPED.values() for source in sources
+                                         for seed in range(8)],
+                         ids=lambda value: str(value).split("/")[-1])
+def test_a_damaged_file_is_named_as_tensorflow_names_it(source, seed, tmp_path, monkeypatch):
+    from helpers.identify import identify
+
+    path = _damaged_copy(source, seed, tmp_path)
+    light = identify(path).as_dict()
+    with monkeypatch.context() as patch:
+        _as_tensorflow_reads_it(patch)
+        heavy = identify(path).as_dict()
+    for key in ("kind", "reason", "holds", "traps", "written_by"):
+        assert light.get(key) == heavy.get(key), key
+
+
+def test_the_flipped_bits_damage_most_files_so_the_comparison_means_something(tmp_path):
+    from helpers.identify import identify
+
+    damaged = 0
+    for number, (source, seed) in enumerate((s, seed) for sources in FLIPPED.values() for s in sources
+                                            for seed in range(8)):
+        info = identify(_damaged_copy(source, seed, tmp_path / str(number)))
+        damaged += info.kind == "not-a-model"
+    assert damaged >= 10
+
+
+def test_a_damaged_savedmodel_meta_graph_or_frozen_graph_is_refused_without_tensorflow(tmp_path):
+    import shutil
+
+    shutil.copytree(ROOT / "tests/data/tf215/tf_module", tmp_path / "sm")
+    shutil.copy(ROOT / "tests/data/tf215-graph/graph/model.meta", tmp_path / "model.meta")
+    shutil.copy(ROOT / "tests/data/tf215/frozen_graph.pb", tmp_path / "frozen.pb")
+    for name in ("sm/saved_model.pb", "model.meta", "frozen.pb"):
+        data = (tmp_path / name).read_bytes()
+        (tmp_path / name).write_bytes(data[: len(data) // 3])
+    paths = [str(tmp_path / name) for name in ("sm", "model.meta", "frozen.pb")]
+    *kinds, modules = _named_in_fresh_python(paths)
+    assert kinds == [{"kind": "not-a-model"}] * 3 and modules["tensorflow"] is False
+
+
+def test_the_message_types_come_from_tensorflows_files_without_importing_them():
+    code = ("import sys, time\nstart = time.perf_counter()\nfrom helpers.identify.tf_protos import message_class\n"
+            "names = ['tensorflow.SavedModel', 'tensorflow.MetaGraphDef', 'tensorflow.GraphDef']\n"
+            "classes = [message_class(n) for n in names]\n"
+            "print(time.perf_counter() - start, 'tensorflow' in sys.modules)\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=300, check=True)
+    seconds, imported = done.stdout.split()
+    assert imported == "False" and float(seconds) < 5  # about 0.05 s; generous for a busy machine
+
+
+def test_without_tensorflow_installed_a_savedmodel_meta_graph_or_frozen_graph_is_answered_not_raised():
+    # sys.modules["tensorflow"] = None: importlib finds no TensorFlow and importing it fails,
+    # as where it is not installed.
+    paths = ["tests/data/tf215/tf_module", "tests/data/tf215-graph/graph/model.meta", "tests/data/tf215/frozen_graph.pb"]
+    code = ("import json, sys\nsys.modules['tensorflow'] = None\nfrom helpers.identify import identify\n"
+            f"for p in {paths!r}:\n    info = identify(p)\n    print(json.dumps([info.kind, info.reason]))\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=300, check=True)
+    from helpers.identify.tf_protos import NO_TENSORFLOW
+
+    assert [json.loads(line) for line in done.stdout.splitlines()] == [["not-a-model", NO_TENSORFLOW]] * 3

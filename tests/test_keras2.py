@@ -737,6 +737,24 @@ def test_hints_name_the_route_that_works(tmp_path, what, reason):
     assert "load it with keras.models.load_model" not in str(caught.value)  # the old hint, which fails
 
 
+def test_a_damaged_h5_raises_a_named_error_that_calls_it_a_damaged_h5(tmp_path):
+    from helpers.errors import DamagedH5Error
+
+    path = copy_real("tf215", "sequential", tmp_path)
+    with h5py.File(path, "r+") as h5:
+        h5.attrs["model_config"] = "{not json"  # was a raw json.JSONDecodeError
+    with pytest.raises(DamagedH5Error, match=r"is a damaged \.h5 file: its model_config is not JSON") as caught:
+        convert_legacy_h5(path, tmp_path / "out.keras")
+    assert isinstance(caught.value, NotACheckpointError) and "checkpoint" not in str(caught.value)
+    assert not (tmp_path / "out.keras").exists()
+    cut = tmp_path / "cut.h5"
+    cut.write_bytes(path.read_bytes()[: path.stat().st_size // 3])
+    for call in (lambda: describe_legacy_h5(cut), lambda: convert_legacy_h5(cut, tmp_path / "out.keras")):
+        with pytest.raises(DamagedH5Error, match=r"is a damaged \.h5 file: a damaged HDF5 file") as caught:
+            call()
+        assert "checkpoint" not in str(caught.value)
+
+
 @pytest.mark.filterwarnings("ignore::UserWarning")
 def test_keras2_rnn_around_a_cell_and_a_wrapped_simple_rnn_load_by_both_routes(tmp_path):
     # Keras 2's RNN writes time_major itself (RNN(LSTMCell)), and SimpleRNN inside Bidirectional:

@@ -18,18 +18,21 @@ loaded. Code a file carries (a Lambda's bytecode, a SavedModel's stored function
 model); a ``.keras`` archive's declared sizes are checked before any member is read
 (``helpers.files.check_archive_sizes``). Naming imports TensorFlow only where a kind needs it:
 ``.keras``, HDF5, SavedModel folders, ``.meta`` and frozen graphs, ``.tflite``, ``.onnx`` and
-checkpoints (their ``.index``, object graph and state file) are read with h5py, LiteRT and
-protobuf's wire format (TensorFlow reads what these cannot read plainly, for the same answer: the
-chapters' recipes ``describe_checkpoint`` and ``read_object_graph`` for a checkpoint, an old V1
-one among them); the loading code uses the recipes (``describe_keras_file``, ``describe_legacy_h5``).
+checkpoints (their ``.index``, object graph and state file) are read with h5py, LiteRT,
+protobuf's wire format and, for TensorFlow's own messages, protobuf's parser over the whole file
+with TensorFlow's message types (``tf_protos``); TensorFlow reads what these cannot read plainly,
+for the same answer and the same reason for a damaged file: the chapters' recipes
+``describe_checkpoint`` and ``read_object_graph`` for a checkpoint, an old V1 one among them; the
+loading code uses the recipes (``describe_keras_file``, ``describe_legacy_h5``).
 
 The package: ``identify`` and ``stored_real_file`` here (the front door); one reader module per
 kind of artifact (``checkpoints``, ``meta_graphs``, ``keras_zips``, ``hdf5`` with ``legacy_h5`` and
 ``weights_h5``, ``sharded``, ``savedmodel_folders``, ``graph_defs``, ``tflite_models``,
 ``onnx_models``) behind the one table of readers (``table.READERS``); below them the answer
 (``answer``: ``Identification``, ``Verification``, ``KINDS``), Keras configurations
-(``keras_config``), the light readings (``savedmodel_proto``, ``bundle_index``, ``known_ops``)
-and protobuf's wire format (``protobuf``).
+(``keras_config``), the light readings (``savedmodel_proto``, ``bundle_index``, ``known_ops``),
+TensorFlow's message types without TensorFlow (``tf_protos``) and protobuf's wire format
+(``protobuf``).
 
 Example:
     >>> info = identify("tests/data/tf215/sequential.h5")
@@ -74,16 +77,21 @@ def identify(path: str | os.PathLike) -> Identification:
 
     Never raises for a bad file: anything that is not a model file comes back
     with ``kind == "not-a-model"`` and the reason (missing, unreadable, empty,
-    truncated, a zip or HDF5 file of something else). Only a path of the
-    wrong type (not ``str`` or ``os.PathLike``) raises ``TypeError``.
+    truncated, a zip or HDF5 file of something else; an empty path too). Only a
+    path of the wrong type (not ``str`` or ``os.PathLike``) raises ``TypeError``.
 
     Example:
         >>> identify("no/such/file").reason
         'no such file or folder'
+        >>> identify("").reason
+        'the path is empty (no file or folder named)'
         >>> identify("tests/data/tf215/frozen_graph.pb").kind
         'frozen-graph'
     """
-    text = path_text(path, "model file path")
+    try:
+        text = path_text(path, "model file path")
+    except ValueError:  # path_text's only ValueError: an empty path
+        return not_model("", "the path is empty (no file or folder named)")
     if os.path.isdir(text):
         if not os.access(text, os.R_OK | os.X_OK):
             return not_model(text, "cannot read this folder (permission denied)")
@@ -138,6 +146,7 @@ def _is_link_loop(path: str) -> bool:
     except OSError as error:
         return error.errno == errno.ELOOP
     return False
+
 
 def _folder(folder: str) -> Identification:
     names = set(os.listdir(folder))

@@ -4,7 +4,9 @@ The index is a LevelDB table whose values are ``BundleEntryProto`` records, one 
 dtype, shape, shard, offset and size. ``read_bundle_index(path)`` returns them (and the number of
 shards) or raises ``ValueError`` for anything it does not read plainly (a compressed block, a
 sliced variable, a dtype without a fixed size): the caller then asks TensorFlow's own reader.
-``helpers.tensor_bundle`` reads the same table with TensorFlow's protobuf classes.
+The table itself is read by ``helpers.tensor_bundle.table_entries`` (the one LevelDB table reader:
+each block's masked CRC32C is checked as TensorFlow checks it, so a damaged index is left to
+TensorFlow's reader, for its own words).
 ``read_string_scalar(prefix, index, key)`` reads one string value (the object graph) from its
 data file and checks its CRC32C as TensorFlow does; ``data_files_complete`` says whether every
 data file is there, long enough, and no stray shard count lies beside them.
@@ -29,13 +31,13 @@ import re
 import struct
 from dataclasses import dataclass
 
-from helpers.identify.protobuf import fields, varint
+from helpers.identify.protobuf import fields
+from helpers.tensor_bundle import TABLE_MAGIC, crc32c, masked, table_entries, varint
 
-__all__ = ["OBJECT_GRAPH_KEY", "BundleEntry", "BundleIndex", "crc32c", "data_files_complete", "is_table",
+__all__ = ["OBJECT_GRAPH_KEY", "BundleEntry", "BundleIndex", "data_files_complete", "is_table",
            "read_bundle_index", "read_string_scalar"]
 
 OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
-_TABLE_MAGIC = 0xDB4775248B80FB57  # the magic number that ends a LevelDB table
 _STRING = 7
 # Bytes per element of TensorFlow's dtypes (types.proto), those a checkpoint stores as plain arrays.
 _SIZES = {1: 4, 2: 8, 3: 4, 4: 1, 5: 2, 6: 1, 8: 8, 9: 8, 10: 1, 11: 1, 12: 1, 13: 4, 14: 2, 15: 2, 16: 2,
@@ -86,26 +88,6 @@ def _signed(value: int) -> int:
     return value - (1 << 64) if value >= 1 << 63 else value
 
 
-def _block(data: bytes, offset: int, size: int) -> list[tuple[bytes, bytes]]:
-    if data[offset + size] != 0:  # the trailer's type byte: 0 is an uncompressed block
-        raise ValueError("a compressed table block")
-    trailer = data[offset + size: offset + size + 5]
-    if len(trailer) < 5 or _masked(crc32c(data[offset:offset + size + 1])) != struct.unpack("<I", trailer[1:])[0]:
-        raise ValueError("a table block whose checksum does not match")  # TensorFlow refuses it too
-    block = data[offset:offset + size]
-    restarts = struct.unpack_from("<I", block, size - 4)[0]
-    end, position, key, entries = size - 4 * (1 + restarts), 0, b"", []
-    while position < end:
-        shared, position = varint(block, position)
-        unshared, position = varint(block, position)
-        length, position = varint(block, position)
-        key = key[:shared] + block[position:position + unshared]
-        position += unshared
-        entries.append((key, block[position:position + length]))
-        position += length
-    return entries
-
-
 def _entry(value: bytes) -> BundleEntry:
     found = {"dtype": 0, "shard": 0, "offset": 0, "size": 0, "crc32c": 0}
     shape: list[int] = []
@@ -154,31 +136,21 @@ def is_table(path: str) -> bool:
         if size < 48:
             return False
         file.seek(size - 8)
-        return struct.unpack("<Q", file.read(8))[0] == _TABLE_MAGIC
+        return struct.unpack("<Q", file.read(8))[0] == TABLE_MAGIC
 
 
 def read_bundle_index(path: str) -> BundleIndex:
     """The entries of a tensor bundle's ``.index``; ``ValueError`` for what this reader does not read."""
     with open(path, "rb") as file:
         data = file.read()
+    entries: dict[str, BundleEntry] = {}
+    shards = 1
     try:
-        footer = data[-48:]
-        if len(footer) < 48 or struct.unpack("<Q", footer[-8:])[0] != _TABLE_MAGIC:
-            raise ValueError("not a table")
-        _, position = varint(footer, 0)
-        _, position = varint(footer, position)  # the meta-index handle, unused
-        offset, position = varint(footer, position)
-        size, _ = varint(footer, position)
-        entries: dict[str, BundleEntry] = {}
-        shards = 1
-        for _, handle in _block(data, offset, size):
-            block_offset, position = varint(handle, 0)
-            block_size, _ = varint(handle, position)
-            for key, value in _block(data, block_offset, block_size):
-                if key == b"":  # the header: BundleHeaderProto
-                    shards = _header_shards(value)
-                    continue
-                entries[key.decode()] = _entry(value)
+        for key, value in table_entries(data):  # each block's checksum checked, as TensorFlow does
+            if key == b"":  # the header: BundleHeaderProto
+                shards = _header_shards(value)
+                continue
+            entries[key.decode()] = _entry(value)
     except (IndexError, struct.error, UnicodeDecodeError) as error:
         raise ValueError(f"a damaged index ({error})") from None
     return BundleIndex(entries, shards)
@@ -187,37 +159,6 @@ def read_bundle_index(path: str) -> BundleIndex:
 # --------------------------------------------------------------------------- values
 
 _DATA_FILE = re.compile(r"\.data-(\d{5})-of-(\d{5})$")
-
-
-def _crc_table() -> list[int]:
-    table = []
-    for byte in range(256):
-        crc = byte
-        for _ in range(8):
-            crc = (crc >> 1) ^ 0x82F63B78 if crc & 1 else crc >> 1
-        table.append(crc)
-    return table
-
-
-_CRC_TABLE = _crc_table()
-
-
-def crc32c(data: bytes, crc: int = 0) -> int:
-    """CRC32C (Castagnoli) of ``data``, extending ``crc``: the checksum TensorFlow's bundles keep.
-
-    Example:
-        >>> hex(crc32c(b"123456789"))
-        '0xe3069283'
-    """
-    crc ^= 0xFFFFFFFF
-    table = _CRC_TABLE
-    for byte in data:
-        crc = table[(crc ^ byte) & 0xFF] ^ (crc >> 8)
-    return crc ^ 0xFFFFFFFF
-
-
-def _masked(crc: int) -> int:
-    return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
 
 
 def data_files_complete(prefix: str, index: BundleIndex) -> bool:
@@ -251,10 +192,10 @@ def read_string_scalar(prefix: str, index: BundleIndex, key: str) -> bytes:
         raise ValueError("a truncated data file")
     length, position = varint(data, 0)
     crc = crc32c(struct.pack("<I" if length < 1 << 32 else "<Q", length))
-    if position + 4 + length != entry.size or struct.unpack_from("<I", data, position)[0] != _masked(crc):
+    if position + 4 + length != entry.size or struct.unpack_from("<I", data, position)[0] != masked(crc):
         raise ValueError("a damaged string value (its length does not check)")
     crc = crc32c(data[position:position + 4], crc)
     value = data[position + 4:]
-    if _masked(crc32c(value, crc)) != entry.crc32c:
+    if masked(crc32c(value, crc)) != entry.crc32c:
         raise ValueError("a damaged string value (its checksum does not match)")
     return value

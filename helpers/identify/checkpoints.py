@@ -25,6 +25,7 @@ import re
 import struct
 from typing import Any
 
+from helpers.errors import first_line
 from helpers.identify.answer import KINDS, Identification, bytes_text, loading_code, not_model
 from helpers.identify.bundle_index import (OBJECT_GRAPH_KEY, data_files_complete, is_table, read_bundle_index,
                                            read_string_scalar)
@@ -191,7 +192,14 @@ def _named_prefix(prefix: str, reading: _Reading) -> Identification:
     written: dict[str, str] = {}
     traps: list[str] = []
     if os.path.isfile(prefix + ".meta"):
-        version, _, _ = meta_summary(prefix + ".meta")
+        from google.protobuf.message import DecodeError
+
+        try:
+            version, _, _ = meta_summary(prefix + ".meta")
+        except DecodeError as error:  # the values may be fine: say so, and name the checkpoint
+            version = ""
+            traps.append(f"the .meta beside it is damaged ({first_line(error)}): the graph cannot be "
+                         "imported; the values can still be read")
         if version:
             written["TensorFlow"] = version
     if facts is None:

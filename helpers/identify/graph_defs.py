@@ -10,58 +10,48 @@ from __future__ import annotations
 import os
 import textwrap
 
+from google.protobuf.message import DecodeError
+
 from helpers.errors import first_line
 from helpers.identify.answer import Identification, loading_code, not_model
 from helpers.identify.known_ops import KNOWN_OPS
-from helpers.identify.protobuf import fields
+from helpers.identify.tf_protos import NO_TENSORFLOW, parse
 
 __all__ = ["read_graph_def"]
-
-
-# GraphDef's and NodeDef's own fields, with their wire types (graph.proto, node_def.proto): a field
-# outside these is one this TensorFlow does not have, which TensorFlow's reading reports.
-_GRAPH_FIELDS = {1: 2, 2: 2, 3: 0, 4: 2, 5: 2}
-_NODE_FIELDS = {1: 2, 2: 2, 3: 2, 4: 2, 5: 2, 6: 2, 7: 2}
 
 
 def _light_nodes(path: str) -> list[tuple[str, str, list[str]]] | None:
     """``(name, op, inputs)`` of a binary GraphDef's nodes, read without TensorFlow, or None.
 
-    None when TensorFlow must read it: a field a GraphDef does not have, an op type outside
-    ``KNOWN_OPS`` (or none), no nodes, or bytes that do not read as a message.
+    The whole file is parsed as a ``GraphDef`` (``helpers.identify.tf_protos``): a damaged one
+    raises protobuf's ``DecodeError``. None when TensorFlow must read it: a field a GraphDef or a
+    NodeDef does not have (TensorFlow's reading reports it), an op type outside ``KNOWN_OPS`` (or
+    none), or no nodes.
     """
+    from google.protobuf.unknown_fields import UnknownFieldSet
+
     with open(path, "rb") as file:
-        data = file.read()
-    nodes = []
-    try:
-        for number, wire, item in fields(data):
-            if _GRAPH_FIELDS.get(number) != wire:
-                return None
-            if number != 1:
-                continue
-            parts: dict[int, str] = {}
-            inputs = []
-            for inner, inner_wire, value in fields(item):
-                if _NODE_FIELDS.get(inner) != inner_wire:
-                    return None
-                if inner == 3:
-                    inputs.append(value.decode("utf-8"))
-                elif inner in (1, 2):
-                    parts[inner] = value.decode("utf-8")
-            if parts.get(2, "") not in KNOWN_OPS:
-                return None
-            nodes.append((parts.get(1, ""), parts[2], inputs))
-    except (ValueError, UnicodeDecodeError):
+        graph = parse(file.read(), "tensorflow.GraphDef")
+    if not graph.node or len(UnknownFieldSet(graph)) or any(len(UnknownFieldSet(node)) for node in graph.node):
         return None
-    return nodes or None
+    if any(node.op not in KNOWN_OPS for node in graph.node):
+        return None
+    return [(node.name, node.op, list(node.input)) for node in graph.node]
 
 
 def read_graph_def(path: str) -> Identification:
     text = path.endswith(".pbtxt")  # the text format (tf.io.write_graph(..., as_text=True))
-    light = None if text else _light_nodes(path)
-    traps: list[str] = []
+    try:
+        light = None if text else _light_nodes(path)
+        traps: list[str] = []
+        read = _read_with_tensorflow(path, text) if light is None else None
+    except DecodeError as error:  # TensorFlow's GraphDef raises the same error
+        return _not_graph_def(path, text, error)
+    except ModuleNotFoundError as error:
+        if error.name != "tensorflow":
+            raise
+        return not_model(path, NO_TENSORFLOW)
     if light is None:
-        read = _read_with_tensorflow(path, text)
         if isinstance(read, Identification):
             return read
         light, traps = read
@@ -105,7 +95,6 @@ def _read_with_tensorflow(path: str, text: bool) -> Identification | tuple[list[
     """The nodes and the traps of ``helpers.deploy.check_graph_def`` (library ops, unknown fields),
     read with TensorFlow's ``GraphDef``; or the answer for a file that is not a GraphDef."""
     from google.protobuf import text_format
-    from google.protobuf.message import DecodeError
     from tensorflow.core.framework import graph_pb2
 
     graph = graph_pb2.GraphDef()
@@ -117,8 +106,7 @@ def _read_with_tensorflow(path: str, text: bool) -> Identification | tuple[list[
             with open(path, "rb") as file:
                 graph.ParseFromString(file.read())
     except (DecodeError, RuntimeError, ValueError, text_format.ParseError) as error:
-        return not_model(path, f"a .pb{'txt' if text else ''} that is not a GraphDef (truncated, or "
-                               f"another message): {first_line(error)}")
+        return _not_graph_def(path, text, error)
     if not graph.node:
         return not_model(path, "a .pb that holds no graph nodes (not a GraphDef)")
     from helpers.deploy import check_graph_def
@@ -128,3 +116,8 @@ def _read_with_tensorflow(path: str, text: bool) -> Identification | tuple[list[
         return not_model(path, check.not_graph_def)
     traps = [check.library_trap] * bool(check.library_ops) + [check.note] * bool(check.note)
     return [(node.name, node.op, list(node.input)) for node in graph.node], traps
+
+
+def _not_graph_def(path: str, text: bool, error: Exception) -> Identification:
+    return not_model(path, f"a .pb{'txt' if text else ''} that is not a GraphDef (truncated, or "
+                           f"another message): {first_line(error)}")

@@ -29,15 +29,24 @@ def read_hdf5(path: str) -> Identification:
     except OSError as error:
         return not_model(path, f"a truncated or damaged HDF5 file ({first_line(error)})")
     with file:
-        if "model_config" in file.attrs:
-            return read_legacy_h5(path, file, whole=True)
-        group = file["model_weights"] if "model_weights" in file else file
-        if "layer_names" in group.attrs:
-            return read_legacy_h5(path, file, whole=False)
-        if _keras_weights_layout(file):
-            return read_weights_h5(path, file)
-        shown = ", ".join(list(file)[:3]) or "nothing"
-        return not_model(path, f"a plain HDF5 file, not Keras weights (top-level entries: {shown})")
+        try:
+            return _read_open(path, file)
+        except (OSError, RuntimeError, KeyError, ValueError, TypeError) as error:
+            # h5py on a damaged group, dataset or attribute (a flipped bit past the header)
+            text = error.args[0] if isinstance(error, KeyError) and error.args else first_line(error)
+            return not_model(path, f"a truncated or damaged HDF5 file ({text})")
+
+
+def _read_open(path: str, file: Any) -> Identification:
+    if "model_config" in file.attrs:
+        return read_legacy_h5(path, file, whole=True)
+    group = file["model_weights"] if "model_weights" in file else file
+    if "layer_names" in group.attrs:
+        return read_legacy_h5(path, file, whole=False)
+    if _keras_weights_layout(file):
+        return read_weights_h5(path, file)
+    shown = ", ".join(list(file)[:3]) or "nothing"
+    return not_model(path, f"a plain HDF5 file, not Keras weights (top-level entries: {shown})")
 
 
 def _keras_weights_layout(file: Any) -> bool:

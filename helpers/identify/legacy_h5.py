@@ -18,7 +18,8 @@ import json
 import textwrap
 from typing import Any
 
-from helpers.identify.answer import Identification, loading_code
+from helpers.errors import first_line
+from helpers.identify.answer import Identification, loading_code, not_model
 from helpers.identify.keras_config import (KERAS_CLASS_NAMES, LAMBDA_NOTE, MODEL_REPORT, TFSM_NOTE, class_configs,
                                            custom_classes, has_lambda_code, has_tfsm_layer)
 from helpers.trust import LAMBDA, TFSM
@@ -78,7 +79,12 @@ def read_legacy_h5(path: str, file: Any, whole: bool) -> Identification:
                       f"{len(loaded.layers)} layers, written by Keras {loaded.keras_version}")
             """)
         return info
-    config = json.loads(_text(file.attrs["model_config"]))
+    try:
+        config = json.loads(_text(file.attrs["model_config"]))
+    except (ValueError, UnicodeDecodeError) as error:  # helpers.keras2.h5_model_config's words
+        return not_model(path, f"a legacy .h5 whose model_config is damaged (not JSON: {first_line(error)})")
+    if not isinstance(config, dict):
+        return not_model(path, "a legacy .h5 whose model_config is damaged (not a model configuration)")
     info.holds["model"] = f"{config.get('class_name', '?')} {config.get('config', {}).get('name', '')!r}"
     if version.startswith("3"):
         return _keras3_h5(info, config)

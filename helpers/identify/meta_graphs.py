@@ -13,7 +13,7 @@ import re
 
 from helpers.errors import first_line
 from helpers.identify.answer import Identification, code_tail, loading_code, not_model
-from helpers.identify.protobuf import fields
+from helpers.identify.tf_protos import NO_TENSORFLOW, parse
 from helpers.trust import GRAPH
 
 __all__ = ["meta_summary", "read_meta_graph"]
@@ -22,39 +22,15 @@ __all__ = ["meta_summary", "read_meta_graph"]
 def meta_summary(path: str) -> tuple[str, int, set[str]]:
     """TensorFlow version, number of variables and the GPU/TPU/other machines' devices of a ``.meta``.
 
-    Read with the wire-format reader; a file it cannot read plainly is parsed by TensorFlow's
-    ``MetaGraphDef``, which raises its own error (``DecodeError``) for a damaged one.
+    The whole file is parsed as a ``MetaGraphDef`` (``helpers.identify.tf_protos``, no TensorFlow
+    import): a damaged one raises protobuf's ``DecodeError``, as TensorFlow's class does.
     """
     with open(path, "rb") as file:
-        data = file.read()
-    try:
-        return _light_summary(data)
-    except (ValueError, UnicodeDecodeError):
-        pass
-    from tensorflow.core.protobuf import meta_graph_pb2
-
-    meta = meta_graph_pb2.MetaGraphDef()
-    meta.ParseFromString(data)
+        meta = parse(file.read(), "tensorflow.MetaGraphDef")
     nodes = meta.graph_def.node
     variables = sum(node.op in ("VarHandleOp", "VariableV2", "Variable") for node in nodes)
     devices = {node.device for node in nodes if _foreign_device(node.device)}
     return meta.meta_info_def.tensorflow_version, variables, devices
-
-
-def _light_summary(data: bytes) -> tuple[str, int, set[str]]:
-    version, variables, devices = "", 0, set()
-    for number, wire, item in fields(data):
-        if number == 1 and wire == 2:  # MetaInfoDef: tensorflow_version is field 5
-            version = next((v.decode("utf-8") for n, w, v in fields(item) if n == 5 and w == 2), version)
-        elif number == 2 and wire == 2:  # GraphDef: its nodes (field 1): op 2, device 4
-            for node_number, node_wire, node in fields(item):
-                if node_number != 1 or node_wire != 2:
-                    continue
-                parts = {n: v.decode("utf-8") for n, w, v in fields(node) if n in (2, 4) and w == 2}
-                variables += parts.get(2, "") in ("VarHandleOp", "VariableV2", "Variable")
-                if _foreign_device(parts.get(4, "")):
-                    devices.add(parts[4])
-    return version, variables, devices
 
 
 def _foreign_device(device: str) -> bool:
@@ -72,6 +48,10 @@ def read_meta_graph(path: str) -> Identification:
         version, variables, devices = meta_summary(path)
     except (DecodeError, RuntimeError, ValueError) as error:
         return not_model(path, f"a .meta file that is not a MetaGraphDef (truncated?): {first_line(error)}")
+    except ModuleNotFoundError as error:
+        if error.name != "tensorflow":
+            raise
+        return not_model(path, NO_TENSORFLOW)
     prefix = path[: -len(".meta")]
     has_values = os.path.isfile(prefix + ".index") or os.path.isfile(prefix)
     info = Identification(path, "meta-graph", written_by={"TensorFlow": version} if version else {},

@@ -13,22 +13,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from helpers.tensor_bundle import varint  # the one varint reader (LevelDB's tables use it too)
+
 __all__ = ["fields", "read_at", "stream_fields", "varint"]
-
-
-def varint(data: bytes, position: int) -> tuple[int, int]:
-    result = shift = 0
-    while True:
-        if position >= len(data):
-            raise ValueError("truncated varint")
-        byte = data[position]
-        result |= (byte & 0x7F) << shift
-        position += 1
-        if not byte & 0x80:
-            return result, position
-        shift += 7
-        if shift > 63:
-            raise ValueError("varint too long")
 
 
 def fields(data: bytes, stop_at: int | None = None):

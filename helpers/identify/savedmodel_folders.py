@@ -17,6 +17,7 @@ import re
 
 from helpers.identify.answer import Identification, bytes_text, loading_code, not_model
 from helpers.identify.savedmodel_proto import SavedModelFacts, read_savedmodel_facts
+from helpers.identify.tf_protos import NO_TENSORFLOW
 from helpers.trust import SAVEDMODEL
 
 __all__ = ["read_saved_model_folder"]
@@ -48,12 +49,16 @@ def _facts_with_tensorflow(folder: str) -> SavedModelFacts:
 def read_saved_model_folder(folder: str) -> Identification:
     from helpers.errors import NotACheckpointError
 
-    description = read_savedmodel_facts(folder)  # without TensorFlow, when the files read plainly
-    if description is None:
-        try:
+    try:
+        description = read_savedmodel_facts(folder)  # without TensorFlow, when the files read plainly
+        if description is None:
             description = _facts_with_tensorflow(folder)
-        except NotACheckpointError as error:
-            return not_model(folder, f"a SavedModel folder that cannot be read: {error.reason}")
+    except NotACheckpointError as error:
+        return not_model(folder, f"a SavedModel folder that cannot be read: {error.reason}")
+    except ModuleNotFoundError as error:
+        if error.name != "tensorflow":
+            raise
+        return not_model(folder, NO_TENSORFLOW)
     names = set(os.listdir(folder))
     root = description.root
     signatures = description.signatures

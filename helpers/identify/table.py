@@ -6,6 +6,33 @@ an ``Identification``). ``helpers.identify.identify`` asks the rows in order: ma
 (the bytes decide, a name only hints), then names; a folder by the names it holds. Adding a kind
 of artifact is one reader module and one row here.
 
+How to add a reader (the full recipe, with an example row: CONTRIBUTING.md's "How the recipes
+are laid out" and the ``Reader`` fields below):
+
+1. the kind goes into ``KINDS`` (``helpers.identify.answer``); a row whose kind is not there
+   fails at import;
+2. one module ``helpers/identify/<kind>.py`` with ``read_<kind>(path) -> Identification`` and a
+   running docstring example; it never raises for a bad file (``not_model(path, "why")``) and
+   imports TensorFlow, Keras or jax inside the function, only where the answer needs them;
+3. one ``Reader(...)`` row in ``READERS`` below, at the place it must be asked.
+
+Two things a new row must know:
+
+* **Checkpoints are routed before this table.** ``identify`` itself sends a checkpoint's own
+  files (``x.index``, ``x.data-00000-of-00001``, when the ``.index`` is beside them) and a bare
+  prefix (no file ``x``, but ``x.index`` beside it) to ``checkpoints.read_prefix``, and a file no row
+  takes to ``checkpoints.read_v1_or_unknown`` (a V1 checkpoint is a table with no magic at its
+  start). A row for another file named ``.index`` or ``.data-*`` is never asked unless the file
+  starts with a magic number a row takes (HDF5, zip, LiteRT).
+* **A light reader must check the file's integrity, or leave the file to TensorFlow.** A reader
+  that answers without TensorFlow (``savedmodel_proto``, ``meta_graphs``, ``graph_defs``,
+  ``bundle_index``) must not name a damaged file as a healthy model: parse the WHOLE message
+  with protobuf's parser (``tf_protos.parse``: a bit-flipped length or bad UTF-8 raises), check
+  the checksums the format carries (a table block's CRC32C, a zip's CRC), and on any doubt
+  return None / fall back to TensorFlow's reading, so that the answer, and the reason for a
+  damaged file, are word for word TensorFlow's. ``tests/test_identify_light.py`` flips bits in
+  stored files and compares both routes.
+
 Example:
     >>> [reader.name for reader in READERS][:3]
     ['tflite', 'keras-zip', 'hdf5']

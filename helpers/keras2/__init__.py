@@ -37,6 +37,7 @@ from __future__ import annotations
 
 from helpers.errors import (
     CheckpointMismatchError,
+    DamagedH5Error,
     Keras2ExportError,
     Keras2MismatchError,
     Keras2RunError,
@@ -62,6 +63,7 @@ from helpers.keras2.zips import renumber_keras2_zip_weights
 __all__ = [
     "KERAS2_ENVIRONMENT",
     "CheckpointMismatchError",
+    "DamagedH5Error",
     "Keras2Export",
     "Keras2ExportError",
     "Keras2MismatchError",

@@ -11,7 +11,6 @@ all or nothing::
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import tempfile
@@ -24,7 +23,7 @@ from helpers.errors import Keras2MismatchError, NotACheckpointError, NotWritable
 from helpers.files import path_text, refuse_existing, refuse_unwritable
 from helpers.keras1 import keras3_hard_sigmoid_problems
 from helpers.keras2.common import model_label, refresh_derived_state, require_built
-from helpers.keras2.h5 import DAMAGED_H5, describe_legacy_h5, h5_texts, model_from_h5, open_h5
+from helpers.keras2.h5 import DAMAGED_H5, describe_legacy_h5, h5_model_config, h5_texts, model_from_h5, open_h5
 
 __all__ = ["convert_legacy_h5"]
 
@@ -122,7 +121,7 @@ def _refuse_keras3_hard_sigmoid(path: str, model: Any) -> None:
     with open_h5(path) as file:
         if "model_config" not in file.attrs:
             return
-        config = json.loads(h5_texts([file.attrs["model_config"]])[0])
+        config = h5_model_config(file)
     problems = keras3_hard_sigmoid_problems(config, model)
     if problems:
         raise Keras2MismatchError(path, model_label(model), hint="Keras 2's hard_sigmoid is clip(0.2x + 0.5, 0, 1), "

@@ -19,12 +19,12 @@ import textwrap
 from dataclasses import dataclass, field
 from typing import Any
 
-from helpers.errors import ArchiveTooLargeError, NotACheckpointError, first_line
+from helpers.errors import ArchiveTooLargeError, DamagedH5Error, NotACheckpointError, first_line
 from helpers.files import check_archive_sizes, checkpoint_files_at
 from helpers.keras2.legacy import model_from_keras2_config, rebuild_problems
 
-__all__ = ["DAMAGED_H5", "OLD_LAYERS", "LegacyH5", "describe_legacy_h5", "h5_texts", "model_from_h5",
-           "new_layout_reason", "not_a_file_reason", "open_h5", "renumbering"]
+__all__ = ["DAMAGED_H5", "OLD_LAYERS", "LegacyH5", "describe_legacy_h5", "h5_model_config", "h5_texts",
+           "model_from_h5", "new_layout_reason", "not_a_file_reason", "open_h5", "renumbering"]
 
 
 @dataclass(frozen=True)
@@ -83,12 +83,33 @@ def open_h5(path: str | os.PathLike):
     except OSError:
         file = None
     if file is None:  # outside the except: a zip bomb's own error (ArchiveTooLargeError) stays as it is
-        raise NotACheckpointError(text, _not_hdf5_reason(text))
+        reason = _not_hdf5_reason(text)
+        raise (DamagedH5Error if reason == DAMAGED_H5 else NotACheckpointError)(text, reason)
     try:
         with file:
             yield file
     except (OSError, RuntimeError, KeyError) as error:  # h5py on a damaged header, group or dataset
-        raise NotACheckpointError(text, f"{DAMAGED_H5} ({first_line(error)})") from None
+        raise DamagedH5Error(text, f"{DAMAGED_H5} ({first_line(error)})") from None
+
+
+def h5_model_config(file: Any) -> Any:
+    """The ``model_config`` attribute of an open legacy ``.h5``, parsed; ``DamagedH5Error`` when it is
+    not a JSON model configuration (a flipped bit, a cut-off write).
+
+    Example:
+        >>> with open_h5("tests/data/tf215/functional_bn.h5") as file:
+        ...     h5_model_config(file)["class_name"]
+        'Functional'
+    """
+    try:
+        config = json.loads(h5_texts([file.attrs["model_config"]])[0])
+    except (ValueError, UnicodeDecodeError) as error:
+        raise DamagedH5Error(file.filename, f"its model_config is not JSON ({first_line(error)}): "
+                                            "copy the file again") from None
+    if not isinstance(config, dict):
+        raise DamagedH5Error(file.filename, "its model_config is not a model configuration (a JSON "
+                                            f"{type(config).__name__}): copy the file again")
+    return config
 
 
 def not_a_file_reason(path: str) -> str:
@@ -270,5 +291,5 @@ def model_from_h5(path: str, safe_mode: bool, custom_objects: dict | None = None
           route: export it once with Keras 2 and serve it as one layer: ...
     """
     with open_h5(path) as file:
-        config = json.loads(h5_texts([file.attrs["model_config"]])[0])
+        config = h5_model_config(file)
     return model_from_keras2_config(config, path, safe_mode, custom_objects)
