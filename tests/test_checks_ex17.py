@@ -409,3 +409,147 @@ def test_17_3_wrong_answers(answer, words):
 def test_17_3_not_done():
     with pytest.raises(ExerciseNotDone):
         ex17.check_trained_and_averaged(not_done)
+
+
+# --------------------------------------------------------------------------- 17.4
+
+
+def right_adapted(preset, adapter):
+    import keras_hub
+
+    task = keras_hub.models.TextClassifier.from_preset(preset)
+    task.backbone.load_lora_weights(adapter)
+    return task
+
+
+def alt_adapted_recipe(preset, adapter):  # the chapter's recipe, Path objects, rank enabled first
+    import pathlib
+
+    from helpers.shipped_models import load_preset
+
+    task = load_preset(pathlib.Path(preset))
+    task.backbone.enable_lora(3)
+    task.backbone.load_lora_weights(str(pathlib.Path(adapter)))
+    return task
+
+
+def alt_adapted_by_task_json(preset, adapter):  # the class task.json names
+    import json
+    import os
+
+    import keras_hub
+
+    with open(os.path.join(preset, "task.json")) as file:
+        name = json.load(file)["class_name"]
+    task = getattr(keras_hub.models, name).from_preset(preset)
+    task.backbone.load_lora_weights(adapter)
+    return task
+
+
+@pytest.mark.parametrize("answer", [right_adapted, alt_adapted_recipe, alt_adapted_by_task_json])
+def test_17_4_right_answers(answer, capsys):
+    passes(ex17.check_load_adapted_preset, answer, capsys)
+
+
+def wrong_no_adapter(preset, adapter):
+    import keras_hub
+
+    return keras_hub.models.TextClassifier.from_preset(preset)
+
+
+def wrong_bert_class(preset, adapter):  # the chapter's class, hard-coded
+    import keras_hub
+
+    task = keras_hub.models.BertTextClassifier.from_preset(preset)
+    task.backbone.load_lora_weights(adapter)
+    return task
+
+
+def wrong_backbone_only(preset, adapter):
+    import keras_hub
+
+    backbone = keras_hub.models.Backbone.from_preset(preset)
+    backbone.load_lora_weights(adapter)
+    return backbone
+
+
+def wrong_no_weights(preset, adapter):
+    import keras_hub
+
+    task = keras_hub.models.TextClassifier.from_preset(preset, load_weights=False)
+    task.backbone.load_lora_weights(adapter)
+    return task
+
+
+def wrong_no_preprocessor(preset, adapter):
+    import keras_hub
+
+    task = keras_hub.models.TextClassifier.from_preset(preset, preprocessor=None)
+    task.backbone.load_lora_weights(adapter)
+    return task
+
+
+def wrong_saves_merged(preset, adapter):  # "saves the result": the folder now holds merged kernels
+    task = right_adapted(preset, adapter)
+    task.save_to_preset(preset)
+    return task
+
+
+def wrong_adapter_on_task(preset, adapter):
+    import keras_hub
+
+    task = keras_hub.models.TextClassifier.from_preset(preset)
+    task.load_weights(adapter)
+    return task
+
+
+def wrong_enable_rank_2(preset, adapter):  # the chapter's rank, hard-coded
+    import keras_hub
+
+    task = keras_hub.models.TextClassifier.from_preset(preset)
+    task.backbone.enable_lora(2)
+    task.backbone.load_lora_weights(adapter)
+    return task
+
+
+def wrong_enable_no_load(preset, adapter):
+    import keras_hub
+
+    task = keras_hub.models.TextClassifier.from_preset(preset)
+    task.backbone.enable_lora(3)
+    return task
+
+
+def wrong_reload_returns_first(preset, adapter):  # the adapter goes onto a second copy
+    import keras_hub
+
+    task = keras_hub.models.TextClassifier.from_preset(preset)
+    keras_hub.models.TextClassifier.from_preset(preset).backbone.load_lora_weights(adapter)
+    return task
+
+
+@pytest.mark.parametrize("answer, words", [
+    (wrong_no_adapter, ["adapter is not loaded"]),
+    (wrong_bert_class, ["task.json"]),
+    (wrong_backbone_only, ["DistilBertBackbone"]),
+    (wrong_no_weights, ["load_weights=True"]),
+    (wrong_no_preprocessor, ["preprocessor"]),
+    (wrong_saves_merged, ["changed"]),
+    (wrong_adapter_on_task, []),
+    (wrong_enable_rank_2, ["rank"]),
+    (wrong_enable_no_load, ["adapter is not loaded"]),
+    (wrong_reload_returns_first, ["adapter is not loaded"]),
+])
+def test_17_4_wrong_answers(answer, words):
+    fails(ex17.check_load_adapted_preset, answer, *words)
+
+
+def test_17_4_stepped_hint():
+    first = fails(ex17.check_load_adapted_preset, wrong_no_adapter, "section 10")
+    second = fails(ex17.check_load_adapted_preset, wrong_no_adapter, "load_lora_weights")
+    assert first != second
+
+
+def test_17_4_not_done():
+    with pytest.raises(ExerciseNotDone):
+        ex17.check_load_adapted_preset(not_done)
