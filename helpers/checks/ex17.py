@@ -63,42 +63,60 @@ def _quantizable(seed: int) -> keras.Model:
     return keras.Model(inputs, keras.layers.Dense(4, name="score")(hidden), name="sensor_net")
 
 
-@exercise_check("17.1")
-def check_load_quantized_weights(load_quantized_weights: Callable[..., keras.Model]) -> str:
+def _quantized_load_hint(error: Exception) -> str | Hint | None:
+    text = str(error)
+    if "variables, but received" in text:
+        return Hint(idea="Keras refused the file: the twin from build() is a float model and the file holds "
+                         "quantized layers, one more variable each (section 3, 'Weights into a twin')",
+                    fix="call twin.quantize('int8') on the model from build() before twin.load_weights(path)")
+    if "No model config found" in text or "File format not supported" in text:
+        return ("load_model reads a whole .keras file; a .weights.h5 holds weights only: make the twin with "
+                "build(), quantize it with 'int8', then twin.load_weights(path)")
+    return None
+
+
+def _quantized_round(load_quantized_weights: Callable[..., keras.Model], folder: str, seed: int) -> None:
+    """One call of the learner's function on a file of its own (a cached answer fails the second round)."""
     made: list[keras.Model] = []
-    seeds = iter(range(100, 10_000))
+    seeds = iter(range(100 * seed, 100 * seed + 1_000))
 
     def build() -> keras.Model:  # each call: new random weights, so an unloaded model shows
         model = _quantizable(next(seeds))
         made.append(model)
         return model
 
-    batch = np.random.default_rng(17).normal(size=(9, 6)).astype("float32")
+    batch = np.random.default_rng(17 + seed).normal(size=(9, 6)).astype("float32")
+    source = _quantizable(seed)
+    norm = source.get_layer("norm")  # non-trivial statistics: a twin must load them too
+    norm.moving_mean.assign(np.linspace(-0.5, 0.5, 12).astype("float32") * seed)
+    norm.moving_variance.assign(np.linspace(0.5, 2.0, 12).astype("float32") + seed)
+    source.quantize("int8")
+    path = os.path.join(folder, f"sensor run {seed}.weights.h5")
+    source.save_weights(path)
+    want = np.asarray(source(batch, training=False))
+    before = _digest(path)
+    result = call_answer(lambda: load_quantized_weights(build, path), _quantized_load_hint, ValueError)
+    require(isinstance(result, keras.Model),
+            f"load_quantized_weights returned {type(result).__name__}; return the model that holds "
+            "the weights")
+    require(any(result is model for model in made),
+            "the model returned was not made by build() in this call: call build() and return that model")
+    require(_has_int8(result), Hint(
+        idea="the model returned holds no int8 kernel: the file's weights are quantized "
+             "(section 3, 'Weights into a twin')",
+        fix="call twin.quantize('int8') on the model from build() before twin.load_weights(path)"))
+    got = np.asarray(result(batch, training=False))
+    require(got.shape == want.shape and np.array_equal(got, want),
+            "the model does not answer like the saved one: load the file's weights into the "
+            "quantized twin (load_weights), skipping nothing")
+    require(_digest(path) == before, "the weights file changed: load it, never save over it")
+
+
+@exercise_check("17.1")
+def check_load_quantized_weights(load_quantized_weights: Callable[..., keras.Model]) -> str:
     with tempfile.TemporaryDirectory() as folder, _quiet():
-        source = _quantizable(1)
-        norm = source.get_layer("norm")  # non-trivial statistics: a twin must load them too
-        norm.moving_mean.assign(np.linspace(-0.5, 0.5, 12).astype("float32"))
-        norm.moving_variance.assign(np.linspace(0.5, 2.0, 12).astype("float32"))
-        source.quantize("int8")
-        path = os.path.join(folder, "sensor run.weights.h5")
-        source.save_weights(path)
-        want = np.asarray(source(batch, training=False))
-        before = _digest(path)
-        result = load_quantized_weights(build, path)
-        require(isinstance(result, keras.Model),
-                f"load_quantized_weights returned {type(result).__name__}; return the model that holds "
-                "the weights")
-        require(any(result is model for model in made),
-                "the model returned was not made by build(): call build() and return that model")
-        require(_has_int8(result), Hint(
-            idea="the model returned holds no int8 kernel: the file's weights are quantized "
-                 "(section 3, 'Weights into a twin')",
-            fix="call twin.quantize('int8') on the model from build() before twin.load_weights(path)"))
-        got = np.asarray(result(batch, training=False))
-        require(got.shape == want.shape and np.array_equal(got, want),
-                "the model does not answer like the saved one: load the file's weights into the "
-                "quantized twin (load_weights), skipping nothing")
-        require(_digest(path) == before, "the weights file changed: load it, never save over it")
+        for seed in (1, 2):  # two files, two build functions
+            _quantized_round(load_quantized_weights, folder, seed)
     return "a quantized twin from build() holds the file's int8 weights and answers exactly like the saved model"
 
 
