@@ -4,11 +4,13 @@ Recipes for chapter 17:
 
 * ``dtype_policies(path)``: the dtype policy of every layer a ``.keras`` file
   names (``int8_from_float32``, ``mixed_float16``, ...);
-* ``quantized_weights(path)``: the weights a ``.keras`` or ``.weights.h5``
-  file stores as int8 (quantized kernels; their float scales sit beside them);
+* ``quantized_weights(path)`` and ``quantization_modes(path)``: the kernels a
+  ``.keras`` or ``.weights.h5`` file stores as int8, and each quantized layer's
+  mode (int8, int4, float8), read from the variables it stores;
 * ``load_weights_into_twin(model, path)``: ``model.load_weights(path)``, but a
-  quantized file and an unquantized twin (or the reverse) are refused before
-  anything is loaded, with the route (``QuantizedTwinError``);
+  file whose layers are quantized otherwise than the twin's (int8 into a float
+  twin, float into int8, int8 into int4, ...) is refused before anything is
+  loaded, with the route (``QuantizedTwinError``);
 * ``saved_optimizer_variables(path)`` and ``load_keeping_optimizer(path)``:
   ``load_model`` under the policy the file was saved with, so a mixed-precision
   model keeps its ``LossScaleOptimizer`` state; a reload that keeps fewer
