@@ -8,6 +8,7 @@ function, and says what is wrong when the answer is not right.
 from __future__ import annotations
 
 import contextlib
+import gc
 import hashlib
 import logging
 import os
@@ -28,16 +29,18 @@ __all__ = ["check_load_adapted_preset", "check_load_quantized_weights", "check_r
 
 @contextlib.contextmanager
 def _quiet() -> Iterator[None]:
-    """No Python, TensorFlow or absl warning lines while a check runs; the dtype policy is put back."""
+    """No Python, TensorFlow or absl warning lines while a check runs (and a faster gc.collect())."""
     loggers = [logging.getLogger(name) for name in ("tensorflow", "absl")]
     levels = [logger.level for logger in loggers]
     for logger in loggers:
         logger.setLevel(logging.CRITICAL + 1)
+    gc.freeze()  # Keras's quantize() runs gc.collect() once per layer: it then scans only what the check made
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             yield
     finally:
+        gc.unfreeze()
         for logger, level in zip(loggers, levels):
             logger.setLevel(level)
 
