@@ -4,11 +4,13 @@ Recipes for chapter 17:
 
 * ``dtype_policies(path)``: the dtype policy of every layer a ``.keras`` file
   names (``int8_from_float32``, ``mixed_float16``, ...);
-* ``quantized_weights(path)``: the weights a ``.keras`` or ``.weights.h5``
-  file stores as int8 (quantized kernels; their float scales sit beside them);
+* ``quantized_weights(path)`` and ``quantization_modes(path)``: the kernels a
+  ``.keras`` or ``.weights.h5`` file stores as int8, and each quantized layer's
+  mode (int8, int4, float8), read from the variables it stores;
 * ``load_weights_into_twin(model, path)``: ``model.load_weights(path)``, but a
-  quantized file and an unquantized twin (or the reverse) are refused before
-  anything is loaded, with the route (``QuantizedTwinError``);
+  file whose layers are quantized otherwise than the twin's (int8 into a float
+  twin, float into int8, int8 into int4, ...) is refused before anything is
+  loaded, with the route (``QuantizedTwinError``);
 * ``saved_optimizer_variables(path)`` and ``load_keeping_optimizer(path)``:
   ``load_model`` under the policy the file was saved with, so a mixed-precision
   model keeps its ``LossScaleOptimizer`` state; a reload that keeps fewer
@@ -37,6 +39,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import tempfile
 import warnings
 import zipfile
 from collections.abc import Iterator
@@ -53,6 +56,7 @@ from helpers.errors import (
     OptimizerStateDroppedError,
     QuantizedTwinError,
     StructureMismatchError,
+    first_line,
 )
 from helpers.files import path_text
 
@@ -68,11 +72,13 @@ __all__ = [
     "load_keeping_optimizer",
     "load_preset",
     "load_weights_into_twin",
+    "quantization_modes",
     "quantized_weights",
     "saved_optimizer_variables",
 ]
 
-QUANTIZE_ROUTE = "quantize the twin first: model.quantize('int8') (the mode the file was saved with), then load"
+QUANTIZE_ROUTE = ("quantize the twin first: build it unquantized, model.quantize({mode!r}) (the mode the file was "
+                  "saved with), then load")
 FLOAT_ROUTE = ("load float weights before quantizing: build an unquantized twin, load_weights, "
                "then model.quantize(mode)")
 
@@ -90,8 +96,18 @@ def _weights_file(path: str | os.PathLike) -> Iterator[h5py.File]:
         with zipfile.ZipFile(text) as archive:
             if "model.weights.h5" not in archive.namelist():
                 raise NotAKerasFileError(text, "the archive holds no model.weights.h5")
-            with archive.open("model.weights.h5") as member, h5py.File(member, "r") as file:
-                yield file
+            try:
+                member = archive.open("model.weights.h5")
+                file = h5py.File(member, "r")
+            except (zipfile.BadZipFile, OSError, EOFError) as error:
+                raise NotAKerasFileError(text, f"its model.weights.h5 is damaged ({first_line(error)}): "
+                                               "copy or save the file again") from None
+            with member, file:
+                try:
+                    yield file
+                except (zipfile.BadZipFile, EOFError) as error:  # a damaged member shows while it is read
+                    raise NotAKerasFileError(text, f"its model.weights.h5 is damaged ({first_line(error)}): "
+                                                   "copy or save the file again") from None
         return
     try:
         file = h5py.File(text, "r")
@@ -114,16 +130,28 @@ def _datasets(file: h5py.File) -> dict[str, h5py.Dataset]:
 
 def _config(path: str | os.PathLike) -> dict[str, Any]:
     text = path_text(path, "Keras file path")
+    if not os.path.isfile(text):
+        raise NotAKerasFileError(text, "no such file")
     if not zipfile.is_zipfile(text):
         raise NotAKerasFileError(text, "only a .keras archive holds a configuration (a .weights.h5 has none)")
-    with zipfile.ZipFile(text) as archive:
-        return json.loads(archive.read("config.json"))
+    try:
+        with zipfile.ZipFile(text) as archive:
+            config = json.loads(archive.read("config.json"))
+    except KeyError:
+        raise NotAKerasFileError(text, "the archive holds no config.json") from None
+    except (zipfile.BadZipFile, ValueError, EOFError) as error:
+        raise NotAKerasFileError(text, f"its config.json is damaged ({first_line(error)})") from None
+    if not isinstance(config, dict):
+        raise NotAKerasFileError(text, "its config.json is not a JSON object (a Keras model's configuration)")
+    return config
 
 
-def _walk_layers(config: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    for layer in config.get("config", {}).get("layers", []) or []:
-        yield layer
-        yield from _walk_layers(layer)
+def _walk_layers(config: Any) -> Iterator[dict[str, Any]]:
+    inner = config.get("config") if isinstance(config, dict) else None
+    for layer in (inner.get("layers") if isinstance(inner, dict) else None) or []:
+        if isinstance(layer, dict):
+            yield layer
+            yield from _walk_layers(layer)
 
 
 def _policy_name(dtype: Any) -> str | None:
@@ -157,18 +185,20 @@ def dtype_policies(path: str | os.PathLike) -> dict[str, str]:
     """
     policies = {}
     for layer in _walk_layers(_config(path)):
-        name = _policy_name(layer.get("config", {}).get("dtype"))
+        name = _policy_name((layer.get("config") or {}).get("dtype"))
         if name is not None and layer.get("class_name") != "InputLayer":
             policies[layer["config"].get("name", "?")] = name
     return policies
 
 
 def quantized_weights(path: str | os.PathLike) -> dict[str, tuple[int, ...]]:
-    """The weights a ``.keras`` or ``.weights.h5`` file stores as int8 (quantized kernels), with shapes.
+    """The quantized kernels a ``.keras`` or ``.weights.h5`` file stores as int8 (each layer's variable 0), with shapes.
 
-    int8 and int4 modes both store kernels as int8 (int4 packs two values in a
-    byte: half the columns) with float scales beside them. A float8 model
-    stores no int8 weight. An unquantized file gives ``{}``.
+    int8 and int4 modes both store a layer's kernel as int8, its variable 0
+    (int4 packs two values in a byte: half the rows), with float scales
+    beside it; int4 also stores an int8 zero point, not counted here. A float8
+    model stores no int8 weight (``quantization_modes`` names it). An
+    unquantized file gives ``{}``.
 
     Example:
         >>> import os, tempfile, keras
@@ -182,19 +212,66 @@ def quantized_weights(path: str | os.PathLike) -> dict[str, tuple[int, ...]]:
     """
     with _weights_file(path) as file:
         return {name: tuple(item.shape) for name, item in sorted(_datasets(file).items())
-                if item.dtype == np.int8}
+                if item.dtype == np.int8 and name.endswith("/vars/0") and not name.startswith("optimizer/")}
 
 
-def _model_has_int8(model: keras.Model) -> bool:
-    return any(str(variable.dtype) == "int8" for variable in model.weights)
+def _layout(file: h5py.File) -> dict[str, list[tuple[str, tuple[int, ...]]]]:
+    """Each layer's variables in a weights file (dtype and shape, in order); the optimizer left out."""
+    groups: dict[str, list[tuple[int, str, tuple[int, ...]]]] = {}
+    for name, item in _datasets(file).items():
+        if name.startswith("optimizer/") or "/vars/" not in name:
+            continue
+        group, index = name.rsplit("/vars/", 1)
+        groups.setdefault(group, []).append((int(index) if index.isdigit() else -1, str(item.dtype),
+                                             tuple(item.shape)))
+    return {group: [(dtype, shape) for _, dtype, shape in sorted(items)] for group, items in groups.items()}
+
+
+def _mode(variables: list[tuple[str, tuple[int, ...]]]) -> str:
+    """The quantization mode a layer's saved variables show: int4 (two int8 arrays), int8, float8, or float."""
+    int8 = sum(dtype == "int8" for dtype, _ in variables)
+    if int8 >= 2:  # the packed kernel and its zero point
+        return "int4"
+    if int8 == 1:
+        return "int8"
+    if sum(shape == () for _, shape in variables) >= 3:  # float8's scales beside their amax histories
+        return "float8"
+    return "float"
+
+
+def quantization_modes(path: str | os.PathLike) -> dict[str, str]:
+    """The quantization mode of each quantized layer in a ``.keras`` or ``.weights.h5`` file, by its path there.
+
+    Read from the variables each layer stores (no configuration needed): ``int8``
+    (an int8 kernel and its scale), ``int4`` (a packed kernel, scale, zero point and
+    index), ``float8`` (the float kernel with scales and amax histories). Float layers
+    are left out.
+
+    Example:
+        >>> import os, tempfile, keras
+        >>> inputs = keras.Input((4,))
+        >>> model = keras.Model(inputs, keras.layers.Dense(3)(inputs))
+        >>> model.quantize("int4")
+        >>> path = os.path.join(tempfile.mkdtemp(), "q4.weights.h5")
+        >>> model.save_weights(path)
+        >>> quantization_modes(path)
+        {'layers/dense': 'int4'}
+    """
+    with _weights_file(path) as file:
+        return {group: mode for group, variables in sorted(_layout(file).items())
+                if (mode := _mode(variables)) != "float"}
 
 
 def load_weights_into_twin(model: keras.Model, path: str | os.PathLike) -> keras.Model:
-    """``model.load_weights(path)``, refusing a quantized file for an unquantized twin, and the reverse.
+    """``model.load_weights(path)``, refusing a file whose layers are quantized otherwise than the model's.
 
-    Keras refuses both too, but only after it has loaded what it could, with
-    "expected 2 variables, but received 3"; this refuses before anything is
-    loaded and names the route. Returns ``model``.
+    Keras refuses a quantized file for an unquantized twin (and the reverse, and
+    int8 for int4, ...) too, but only after it has loaded what it could ("expected
+    2 variables, but received 3"), leaving the twin half-loaded. This compares
+    each layer's variables in the file (count, dtypes, shapes) with what the
+    model would save, before anything is loaded: a different quantization mode
+    raises ``QuantizedTwinError`` naming the route, any other difference
+    ``StructureMismatchError``. Returns ``model``.
 
     Example:
         >>> import os, tempfile, keras
@@ -208,19 +285,41 @@ def load_weights_into_twin(model: keras.Model, path: str | os.PathLike) -> keras
         >>> load_weights_into_twin(build(), path)
         Traceback (most recent call last):
         ...
-        helpers.errors.QuantizedTwinError: '...q.weights.h5' does not fit this model: it holds 1 int8 kernel(s) and the model has none; quantize the twin first: model.quantize('int8') (the mode the file was saved with), then load
+        helpers.errors.QuantizedTwinError: '...q.weights.h5' does not fit this model: its layer 'layers/dense' holds int8 weights (3 variables), the model's float (2); quantize the twin first: build it unquantized, model.quantize('int8') (the mode the file was saved with), then load
         >>> twin = build()
         >>> twin.quantize("int8")
         >>> load_weights_into_twin(twin, path) is twin
         True
     """
     text = path_text(path, "weights file path")
-    stored = quantized_weights(text)
-    if stored and not _model_has_int8(model):
-        raise QuantizedTwinError(text, f"it holds {len(stored)} int8 kernel(s) and the model has none",
-                                 QUANTIZE_ROUTE)
-    if not stored and _model_has_int8(model):
-        raise QuantizedTwinError(text, "it holds float weights and the model is quantized", FLOAT_ROUTE)
+    if not isinstance(model, keras.Model):
+        raise StructureMismatchError(f"load_weights_into_twin needs a Keras model to load {text!r} into, "
+                                     f"not {type(model).__name__}: build the twin first")
+    with _weights_file(text) as file:
+        stored = _layout(file)
+    with tempfile.TemporaryDirectory() as folder:  # what the twin itself would write, read the same way
+        own_path = os.path.join(folder, "twin.weights.h5")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model.save_weights(own_path)
+        with h5py.File(own_path, "r") as file:
+            own = _layout(file)
+    differ = [group for group in sorted(set(stored) | set(own)) if stored.get(group) != own.get(group)]
+    modes = [(group, _mode(stored.get(group, [])), _mode(own.get(group, []))) for group in differ]
+    other = [(group, theirs, ours) for group, theirs, ours in modes if theirs != ours]
+    if other:
+        group, theirs, ours = other[0]
+        more = f" (and {len(other) - 1} more layer(s))" if len(other) > 1 else ""
+        problem = (f"its layer {group!r} holds {theirs} weights ({len(stored.get(group, []))} variables), "
+                   f"the model's {ours} ({len(own.get(group, []))}){more}")
+        raise QuantizedTwinError(text, problem, FLOAT_ROUTE if theirs == "float" else
+                                 QUANTIZE_ROUTE.format(mode=theirs))
+    if differ:
+        group = differ[0]
+        raise StructureMismatchError(
+            f"{text!r} does not fit this model: {len(differ)} layer(s) differ, first {group!r}: the file holds "
+            f"{stored.get(group, 'nothing')}, the model {own.get(group, 'nothing')}; build the twin with the "
+            "layers of the model that saved the file")
     model.load_weights(text)
     return model
 
@@ -251,7 +350,15 @@ def saved_optimizer_variables(path: str | os.PathLike) -> int:
         return sum(1 for name in _datasets(file) if name.startswith("optimizer/vars/"))
 
 
+def _has_loss_scale_state(path: str) -> bool:
+    """Whether the file's optimizer state is a ``LossScaleOptimizer``'s (it holds an inner optimizer)."""
+    with _weights_file(path) as file:
+        return "optimizer" in file and "inner_optimizer" in file["optimizer"]
+
+
 def _mixed_policy(path: str) -> str | None:
+    if not _has_loss_scale_state(path):  # compiled with auto_scale_loss=False, or not under a mixed policy
+        return None
     names = set(dtype_policies(path).values())
     for name in ("mixed_float16", "mixed_bfloat16"):
         if name in names or any(policy.endswith("_from_" + name) for policy in names):
@@ -265,8 +372,9 @@ def load_keeping_optimizer(path: str | os.PathLike, **load_kwargs: Any) -> keras
     ``compile()`` wraps the optimizer in a ``LossScaleOptimizer`` only while the
     *global* policy is ``mixed_float16``; a fresh process has ``float32``, so a
     mixed-precision model reloads with a bare optimizer and its saved state is
-    skipped with a warning. This loads under the file's own mixed policy (put
-    back afterwards) and compares the optimizer's variables with the file's:
+    skipped with a warning. When the file holds a ``LossScaleOptimizer``'s state,
+    this loads under the file's own mixed policy (put back afterwards); a model
+    compiled with ``auto_scale_loss=False`` loads under the policy you have. Then it compares the optimizer's variables with the file's:
     fewer raises ``OptimizerStateDroppedError`` instead of a warning.
 
     Example:
@@ -384,9 +492,56 @@ class PresetDescription:
 def _read_json(folder: str, name: str) -> dict[str, Any]:
     try:
         with open(os.path.join(folder, name), encoding="utf-8") as file:
-            return json.load(file)
+            content = json.load(file)
     except json.JSONDecodeError as error:
         raise NotAPresetError(folder, f"its {name} is not valid JSON ({error.msg})") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise NotAPresetError(folder, f"its {name} cannot be read ({first_line(error)})") from None
+    if not isinstance(content, dict):
+        raise NotAPresetError(folder, f"its {name} is not a JSON object")
+    return content
+
+
+# Any size argument of a preset's configuration, multiplied by the next largest, stays below this many
+# elements or 16 times what the weight files hold (an embedding table is vocabulary x hidden size).
+DECLARED_LIMIT = 10**8
+
+
+def _declared_elements(config: Any) -> int:
+    """The product of the two largest sizes (``*_size``, ``*_dim``, ``*_length``) a configuration declares."""
+    sizes: list[int] = []
+
+    def walk(item: Any) -> None:
+        if isinstance(item, dict):
+            for key, value in item.items():
+                if (isinstance(value, int) and not isinstance(value, bool)
+                        and str(key).endswith(("_size", "_dim", "_length"))):
+                    sizes.append(abs(value))
+                else:
+                    walk(value)
+        elif isinstance(item, list):
+            for value in item:
+                walk(value)
+
+    walk(config)
+    largest = sorted(sizes)[-2:]
+    return int(np.prod(largest, dtype=object)) if largest else 0
+
+
+def _transformers_note(folder: str) -> str | None:
+    """Why a folder with a Hugging Face Transformers or timm ``config.json`` is not a KerasHub preset."""
+    try:
+        with open(os.path.join(folder, "config.json"), encoding="utf-8") as file:
+            config = json.load(file)
+    except (OSError, ValueError):
+        return None
+    if isinstance(config, dict) and "registered_name" not in config:
+        for key, library in (("model_type", "Hugging Face Transformers"), ("architecture", "timm")):
+            if key in config:
+                return (f"a {library} folder (config.json names {key} {str(config[key])!r}), not a KerasHub "
+                        "preset: KerasHub converts some of these on load; try the task class of that "
+                        "architecture's from_preset(path) and compare outputs with the original library")
+    return None
 
 
 def _version_tuple(text: str | None) -> tuple[int, ...]:
@@ -420,6 +575,9 @@ def describe_preset(folder: str | os.PathLike) -> PresetDescription:
         raise NotAPresetError(text, "no such folder" if not os.path.exists(text) else
                               "a file, not a folder (a preset is a folder with config.json and metadata.json)")
     files = sorted(os.listdir(text))
+    note = _transformers_note(text)
+    if note:
+        raise NotAPresetError(text, note)
     for needed in ("config.json", "metadata.json"):
         if needed not in files:
             raise NotAPresetError(text, f"it has no {needed}")
@@ -433,18 +591,29 @@ def describe_preset(folder: str | os.PathLike) -> PresetDescription:
         traps.append("no model.weights.h5: from_preset(load_weights=False) gives random weights")
     if task is not None and "task.weights.h5" not in files:
         traps.append("task.json without task.weights.h5: the task's head loads with fresh random weights")
+    backbone = (task.get("config") or {}).get("backbone") if task is not None else None
+    if isinstance(backbone, dict) and backbone.get("config") != config.get("config"):
+        traps.append("task.json carries its own backbone configuration, which differs from config.json's: "
+                     "a task load builds the backbone from task.json")
+    declared = max(_declared_elements(config), _declared_elements(task or {}))
+    count = metadata.get("parameter_count")
+    if declared > max(DECLARED_LIMIT, 16 * (count if isinstance(count, int) and count > 0 else 0)):
+        traps.append(f"its configuration declares sizes whose product is {declared:.1e} elements, far beyond "
+                     f"its parameter_count ({count}): building it may exhaust memory; load_preset refuses it")
     installed = {"keras_version": keras.__version__}
     with contextlib.suppress(Exception):
         from importlib.metadata import version
         installed["keras_hub_version"] = version("keras-hub")
     for key, label in (("keras_version", "Keras"), ("keras_hub_version", "KerasHub")):
-        if key in installed and _version_tuple(metadata.get(key)) > _version_tuple(installed[key]):
-            traps.append(f"written by {label} {metadata.get(key)}, newer than the installed "
+        written = metadata.get(key)
+        if key in installed and _version_tuple(str(written)) > _version_tuple(installed[key]):
+            traps.append(f"written by {label} {written}, newer than the installed "
                          f"{installed[key]}: upgrade, or compare outputs after loading")
     return PresetDescription(
         path=text, backbone_class=str(config.get("class_name", "?")),
         task_class=None if task is None else str(task.get("class_name", "?")),
-        keras_version=metadata.get("keras_version"), keras_hub_version=metadata.get("keras_hub_version"),
+        keras_version=None if metadata.get("keras_version") is None else str(metadata["keras_version"]),
+        keras_hub_version=None if metadata.get("keras_hub_version") is None else str(metadata["keras_hub_version"]),
         parameter_count=metadata.get("parameter_count"), files=files, assets=assets, traps=traps)
 
 
@@ -466,22 +635,42 @@ def load_preset(folder: str | os.PathLike, **kwargs: Any) -> keras.Model:
 
     Only classes KerasHub itself defines are loaded (``registered_name``
     ``keras_hub>...``): a folder naming any other class raises
-    ``NotAPresetError``, and so does a weights file that is not readable HDF5 (truncated,
-    damaged), before anything is built. ``kwargs`` go to ``from_preset``.
+    ``NotAPresetError``, and so does, before anything is built: a weights file that is not readable
+    HDF5 (truncated, damaged); a missing ``model.weights.h5``, or ``task.json`` without
+    ``task.weights.h5`` (either would give fresh random weights); sizes in the configuration far
+    beyond what the weight files hold (building it could exhaust memory). ``kwargs`` go to
+    ``from_preset``.
 
     Example:
         >>> model = load_preset("my_preset")            # doctest: +SKIP
     """
     description = describe_preset(folder)
+    wants_weights = kwargs.get("load_weights", True)
+    if wants_weights and "model.weights.h5" not in description.files and "model.weights.json" not in description.files:
+        raise NotAPresetError(description.path, "it has no model.weights.h5: the backbone would get fresh random "
+                                                "weights; copy the whole preset (or pass load_weights=False "
+                                                "for an untrained model on purpose)")
+    if wants_weights and description.task_class and "task.weights.h5" not in description.files:
+        raise NotAPresetError(description.path, "task.json without task.weights.h5: the task's head would get "
+                                                "fresh random weights; copy the whole preset, or load the "
+                                                f"backbone alone: keras_hub.models.{description.backbone_class}"
+                                                ".from_preset(path)")
+    stored = 0
     for weights in (f for f in description.files if f.endswith(".weights.h5")):
         try:
-            h5py.File(os.path.join(description.path, weights), "r").close()
+            with h5py.File(os.path.join(description.path, weights), "r") as file:
+                stored += sum(int(np.prod(item.shape, dtype=object)) for item in _datasets(file).values())
         except OSError as error:
             raise NotAPresetError(description.path, f"its {weights} is not a readable HDF5 file "
                                                     f"({str(error).split('(')[-1].rstrip(')')}): "
                                                     "truncated or damaged; copy the preset again") from None
-    name = description.task_class or description.backbone_class
     source = _read_json(description.path, "task.json" if description.task_class else "config.json")
+    declared = max(_declared_elements(_read_json(description.path, "config.json")), _declared_elements(source))
+    if declared > max(DECLARED_LIMIT, 16 * stored):
+        raise NotAPresetError(description.path, f"its configuration declares sizes whose product is {declared:.1e} "
+                                                f"elements and its weight files hold {stored}: building it could "
+                                                "exhaust memory; use the preset its publisher wrote")
+    name = description.task_class or description.backbone_class
     try:
         cls = _keras_hub_class(name, source.get("registered_name"))
     except NotAPresetError as error:

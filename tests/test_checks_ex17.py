@@ -84,7 +84,75 @@ def alt_quantized_config(build, path):  # the int8 mode through its configuratio
     return twin
 
 
-@pytest.mark.parametrize("answer", [right_quantized, alt_quantized_pathlib, alt_quantized_config])
+# The reviewer's answers (tests of chapter 17's review): wrong ones a learner would write, right ones.
+
+
+def review_swallow(build, path):
+    twin = build()
+    try:
+        twin.load_weights(path)
+    except Exception:
+        pass
+    return twin
+
+
+def review_skip_then_quantize(build, path):
+    twin = build()
+    twin.load_weights(path, skip_mismatch=True)
+    quantize(twin)
+    return twin
+
+
+def review_dequantized_float(build, path):  # the int8 values divided by their scales, into a float twin
+    twin, quantized = build(), build()
+    quantize(quantized)
+    quantized.load_weights(path)
+    for plain, layer in zip(twin.layers, quantized.layers):
+        if layer.weights and hasattr(layer, "kernel_scale"):
+            plain.kernel.assign(np.asarray(layer._kernel).astype("float32") / np.asarray(layer.kernel_scale))
+            plain.bias.assign(np.asarray(layer.bias))
+    return twin
+
+
+_CACHE = {}
+
+
+def review_cached(build, path):  # the first call's model, whatever the second call hands in
+    if "model" not in _CACHE:
+        twin = build()
+        quantize(twin)
+        twin.load_weights(path)
+        _CACHE["model"] = twin
+    return _CACHE["model"]
+
+
+def review_quantize_twice(build, path):  # right: the second quantize raises before it changes anything
+    twin = build()
+    quantize(twin)
+    twin.load_weights(path)
+    try:
+        quantize(twin)
+    except Exception:
+        pass
+    return twin
+
+
+def review_detect_int8(build, path):  # right: quantize only when the file holds int8 datasets
+    import h5py
+
+    found = []
+    with h5py.File(path) as file:
+        file.visititems(lambda name, item: found.append(name)
+                        if isinstance(item, h5py.Dataset) and item.dtype == np.int8 else None)
+    twin = build()
+    if found:
+        quantize(twin)
+    twin.load_weights(str(path), skip_mismatch=False)
+    return twin
+
+
+@pytest.mark.parametrize("answer", [right_quantized, alt_quantized_pathlib, alt_quantized_config,
+                                    review_quantize_twice, review_detect_int8])
 def test_17_1_right_answers(answer, capsys):
     passes(ex17.check_load_quantized_weights, answer, capsys)
 
@@ -162,7 +230,7 @@ def wrong_returns_none(build, path):
 
 
 @pytest.mark.parametrize("answer, words", [
-    (wrong_no_quantize, ["expected"]),
+    (wrong_no_quantize, ["section 3"]),
     (wrong_quantize_after, []),
     (wrong_skip_mismatch, ["int8"]),
     (wrong_not_loaded, ["does not answer"]),
@@ -170,7 +238,11 @@ def wrong_returns_none(build, path):
     (wrong_float8, []),
     (wrong_returns_other, ["int8"]),
     (wrong_clone, ["not made by build()"]),
-    (wrong_load_model, []),
+    (review_swallow, ["int8"]),
+    (review_skip_then_quantize, []),
+    (review_dequantized_float, ["int8"]),
+    (review_cached, ["not made by build() in this call"]),
+    (wrong_load_model, ["weights only"]),
     (wrong_filters, []),
     (wrong_returns_none, ["NoneType"]),
 ])
@@ -215,7 +287,15 @@ def alt_reload_config_api(path):
     return model
 
 
-@pytest.mark.parametrize("answer", [right_reload, alt_reload_recipe, alt_reload_config_api])
+def review_name_policy(path):
+    name = keras.config.dtype_policy().name
+    keras.config.set_dtype_policy("mixed_float16")
+    model = keras.models.load_model(path)
+    keras.config.set_dtype_policy(name)
+    return model
+
+
+@pytest.mark.parametrize("answer", [right_reload, alt_reload_recipe, alt_reload_config_api, review_name_policy])
 def test_17_2_right_answers(answer, capsys):
     passes(ex17.check_reload_for_training, answer, capsys)
 
@@ -279,6 +359,53 @@ def wrong_load_weights_again(path):
     return model
 
 
+def review_mixed_no_compile_recompile(path):
+    before = keras.mixed_precision.global_policy()
+    keras.mixed_precision.set_dtype_policy("mixed_float16")
+    try:
+        model = keras.saving.load_model(path, compile=False)
+        model.compile(keras.optimizers.Adam(1e-2), "mse")
+        return model
+    finally:
+        keras.mixed_precision.set_dtype_policy(before)
+
+
+def review_recompile_inner(path):
+    before = keras.mixed_precision.global_policy()
+    keras.mixed_precision.set_dtype_policy("mixed_float16")
+    try:
+        model = keras.saving.load_model(path)
+        model.compile(model.optimizer.inner_optimizer.__class__(1e-2), "mse")
+        return model
+    finally:
+        keras.mixed_precision.set_dtype_policy(before)
+
+
+def review_build_only(path):
+    model = keras.saving.load_model(path)
+    model.optimizer.build(model.trainable_variables)
+    return model
+
+
+def review_config_float32(path):
+    keras.config.set_dtype_policy("mixed_float16")
+    try:
+        return keras.saving.load_model(path)
+    finally:
+        keras.config.set_dtype_policy("float32")
+
+
+def review_lso_after_compile_false(path):
+    before = keras.mixed_precision.global_policy()
+    keras.mixed_precision.set_dtype_policy("mixed_float16")
+    try:
+        model = keras.saving.load_model(path, compile=False)
+    finally:
+        keras.mixed_precision.set_dtype_policy(before)
+    model.compile(keras.optimizers.LossScaleOptimizer(keras.optimizers.Adam(1e-2)), "mse")
+    return model
+
+
 @pytest.mark.parametrize("answer, words", [
     (wrong_plain, ["bare Adam"]),
     (wrong_no_compile, ["no optimizer"]),
@@ -289,6 +416,11 @@ def wrong_load_weights_again(path):
     (wrong_recompile_mixed, []),
     (wrong_wrap_after, []),
     (wrong_load_weights_again, []),
+    (review_mixed_no_compile_recompile, []),
+    (review_recompile_inner, []),
+    (review_build_only, ["bare Adam"]),
+    (review_config_float32, ["global dtype policy"]),
+    (review_lso_after_compile_false, []),
 ])
 def test_17_2_wrong_answers(answer, words):
     fails(ex17.check_reload_for_training, answer, *words)
@@ -332,8 +464,34 @@ def alt_pairs_recipe(model):
     return tuple([np.array(v) for v in values] for values in zip(*[(v.numpy(), a.numpy()) for v, a in pairs]))
 
 
+def review_private_list(model):
+    return ([np.array(v) for v in model.trainable_variables],
+            [np.array(a) for a in model.optimizer._model_variables_moving_average])
+
+
+def review_ops_numpy(model):
+    averages = [v for v in model.optimizer.variables if "average" in v.path]
+    return ([keras.ops.convert_to_numpy(v) for v in model.trainable_variables],
+            [keras.ops.convert_to_numpy(a) for a in averages])
+
+
+def review_tuples(model):
+    averages = [v for v in model.optimizer.variables if "average" in v.path]
+    return tuple(v.numpy() for v in model.trainable_variables), tuple(a.numpy() for a in averages)
+
+
+def review_by_name_with_fallback(model):  # right: every path matches, the fallback is never used
+    by_name = {a.path.split("/")[-1].replace("_average", ""): a
+               for a in model.optimizer.variables if "average" in a.path}
+    first = list(by_name.values())[0]
+    return ([v.numpy() for v in model.trainable_variables],
+            [by_name.get(v.name, by_name.get(v.path.replace("/", "_"), first)).numpy()
+             for v in model.trainable_variables])
+
+
 @pytest.mark.parametrize("answer", [right_pairs, alt_pairs_by_name, alt_pairs_finalize_and_restore,
-                                    alt_pairs_recipe])
+                                    alt_pairs_recipe, review_private_list, review_ops_numpy, review_tuples,
+                                    review_by_name_with_fallback])
 def test_17_3_right_answers(answer, capsys):
     passes(ex17.check_trained_and_averaged, answer, capsys)
 
@@ -390,6 +548,30 @@ def wrong_momentums(model):
     return [v.numpy().copy() for v in model.trainable_variables], [s.numpy().copy() for s in slots]
 
 
+def review_same_twice(model):
+    weights = [v.numpy() for v in model.trainable_variables]
+    return weights, weights
+
+
+def review_get_weights(model):
+    return model.get_weights(), [a.numpy() for a in model.optimizer.variables if "average" in a.path]
+
+
+def review_swap_callback(model):  # SwapEMAWeights swaps by addition: the weights come back only to rounding
+    callback = keras.callbacks.SwapEMAWeights()
+    callback.set_model(model)
+    callback._swap_variables()
+    averaged = [v.numpy().copy() for v in model.trainable_variables]
+    callback._swap_variables()
+    return [v.numpy() for v in model.trainable_variables], averaged
+
+
+def review_by_shape(model):  # the first average of the same shape: the wrong one for look-alike layers
+    averages = [v for v in model.optimizer.variables if "average" in v.path]
+    return ([v.numpy() for v in model.trainable_variables],
+            [next(a for a in averages if a.shape == v.shape).numpy() for v in model.trainable_variables])
+
+
 @pytest.mark.parametrize("answer, words", [
     (wrong_swapped, ["swapped"]),
     (wrong_sorted_by_path, ["order"]),
@@ -401,6 +583,10 @@ def wrong_momentums(model):
     (wrong_trained_twice, ["averages"]),
     (wrong_one_list, ["two lists"]),
     (wrong_momentums, []),
+    (review_same_twice, []),
+    (review_get_weights, ["trainable"]),
+    (review_swap_callback, []),
+    (review_by_shape, []),
 ])
 def test_17_3_wrong_answers(answer, words):
     fails(ex17.check_trained_and_averaged, answer, *words)
@@ -409,3 +595,147 @@ def test_17_3_wrong_answers(answer, words):
 def test_17_3_not_done():
     with pytest.raises(ExerciseNotDone):
         ex17.check_trained_and_averaged(not_done)
+
+
+# --------------------------------------------------------------------------- 17.4
+
+
+def right_adapted(preset, adapter):
+    import keras_hub
+
+    task = keras_hub.models.TextClassifier.from_preset(preset)
+    task.backbone.load_lora_weights(adapter)
+    return task
+
+
+def alt_adapted_recipe(preset, adapter):  # the chapter's recipe, Path objects, rank enabled first
+    import pathlib
+
+    from helpers.shipped_models import load_preset
+
+    task = load_preset(pathlib.Path(preset))
+    task.backbone.enable_lora(3)
+    task.backbone.load_lora_weights(str(pathlib.Path(adapter)))
+    return task
+
+
+def alt_adapted_by_task_json(preset, adapter):  # the class task.json names
+    import json
+    import os
+
+    import keras_hub
+
+    with open(os.path.join(preset, "task.json")) as file:
+        name = json.load(file)["class_name"]
+    task = getattr(keras_hub.models, name).from_preset(preset)
+    task.backbone.load_lora_weights(adapter)
+    return task
+
+
+@pytest.mark.parametrize("answer", [right_adapted, alt_adapted_recipe, alt_adapted_by_task_json])
+def test_17_4_right_answers(answer, capsys):
+    passes(ex17.check_load_adapted_preset, answer, capsys)
+
+
+def wrong_no_adapter(preset, adapter):
+    import keras_hub
+
+    return keras_hub.models.TextClassifier.from_preset(preset)
+
+
+def wrong_bert_class(preset, adapter):  # the chapter's class, hard-coded
+    import keras_hub
+
+    task = keras_hub.models.BertTextClassifier.from_preset(preset)
+    task.backbone.load_lora_weights(adapter)
+    return task
+
+
+def wrong_backbone_only(preset, adapter):
+    import keras_hub
+
+    backbone = keras_hub.models.Backbone.from_preset(preset)
+    backbone.load_lora_weights(adapter)
+    return backbone
+
+
+def wrong_no_weights(preset, adapter):
+    import keras_hub
+
+    task = keras_hub.models.TextClassifier.from_preset(preset, load_weights=False)
+    task.backbone.load_lora_weights(adapter)
+    return task
+
+
+def wrong_no_preprocessor(preset, adapter):
+    import keras_hub
+
+    task = keras_hub.models.TextClassifier.from_preset(preset, preprocessor=None)
+    task.backbone.load_lora_weights(adapter)
+    return task
+
+
+def wrong_saves_merged(preset, adapter):  # "saves the result": the folder now holds merged kernels
+    task = right_adapted(preset, adapter)
+    task.save_to_preset(preset)
+    return task
+
+
+def wrong_adapter_on_task(preset, adapter):
+    import keras_hub
+
+    task = keras_hub.models.TextClassifier.from_preset(preset)
+    task.load_weights(adapter)
+    return task
+
+
+def wrong_enable_rank_2(preset, adapter):  # the chapter's rank, hard-coded
+    import keras_hub
+
+    task = keras_hub.models.TextClassifier.from_preset(preset)
+    task.backbone.enable_lora(2)
+    task.backbone.load_lora_weights(adapter)
+    return task
+
+
+def wrong_enable_no_load(preset, adapter):
+    import keras_hub
+
+    task = keras_hub.models.TextClassifier.from_preset(preset)
+    task.backbone.enable_lora(3)
+    return task
+
+
+def wrong_reload_returns_first(preset, adapter):  # the adapter goes onto a second copy
+    import keras_hub
+
+    task = keras_hub.models.TextClassifier.from_preset(preset)
+    keras_hub.models.TextClassifier.from_preset(preset).backbone.load_lora_weights(adapter)
+    return task
+
+
+@pytest.mark.parametrize("answer, words", [
+    (wrong_no_adapter, ["adapter is not loaded"]),
+    (wrong_bert_class, ["task.json"]),
+    (wrong_backbone_only, ["DistilBertBackbone"]),
+    (wrong_no_weights, ["load_weights=True"]),
+    (wrong_no_preprocessor, ["preprocessor"]),
+    (wrong_saves_merged, ["changed"]),
+    (wrong_adapter_on_task, []),
+    (wrong_enable_rank_2, ["rank"]),
+    (wrong_enable_no_load, ["adapter is not loaded"]),
+    (wrong_reload_returns_first, ["adapter is not loaded"]),
+])
+def test_17_4_wrong_answers(answer, words):
+    fails(ex17.check_load_adapted_preset, answer, *words)
+
+
+def test_17_4_stepped_hint():
+    first = fails(ex17.check_load_adapted_preset, wrong_no_adapter, "section 10")
+    second = fails(ex17.check_load_adapted_preset, wrong_no_adapter, "load_lora_weights")
+    assert first != second
+
+
+def test_17_4_not_done():
+    with pytest.raises(ExerciseNotDone):
+        ex17.check_load_adapted_preset(not_done)

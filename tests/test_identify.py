@@ -44,6 +44,7 @@ STORED_KIND = {
     "savedmodel/tf2-module": "savedmodel-tf2",
     "savedmodel/tf1-builder": "savedmodel-tf1",
     "tf-checkpoint/savedmodel-variables": "checkpoint-keras2",
+    "keras-hub-preset": "keras-hub-preset",
 }
 STORED = [(source, name) for source in sources() for name in manifest(source)
           if not manifest(source)[name]["kind"].startswith("not-a-model")]  # tests/test_pypi_files.py has those

@@ -64,8 +64,8 @@ def test_quantized_keras(files):
 
 def test_quantized_weights_h5_names_the_twin_trap(files):
     info = identify(files / "q.weights.h5")
-    assert info.kind == "weights-h5" and info.holds["int8 weights"] == 2
-    assert any("quantize the twin first: model.quantize('int8')" in trap for trap in info.traps)
+    assert info.kind == "weights-h5" and info.holds["quantized layers"] == "2 (int8)"
+    assert any("quantize it first: model.quantize('int8')" in trap for trap in info.traps)
 
 
 def test_mixed_precision_keras_loads_with_its_optimizer_state(files):
@@ -110,3 +110,58 @@ def test_damaged_and_foreign_presets(files, tmp_path):
     assert info.runs_code
     (copy / "config.json").write_text("{not json")
     assert identify(copy).kind == "not-a-model"
+
+
+# --------------------------------------------------------------------------- review of chapter 17
+
+
+def test_int4_and_float8_weights_name_their_mode(tmp_path):
+    """Was: int4 got the int8 route and 'expected 2 variables, but received 3'; float8 got no trap at all."""
+    for mode in ("int4", "float8"):
+        model = build()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model.quantize(mode)
+        model.save_weights(tmp_path / f"{mode}.weights.h5")
+        info = identify(tmp_path / f"{mode}.weights.h5")
+        trap = next(trap for trap in info.traps if trap.startswith("quantized"))
+        assert f"model.quantize('{mode}')" in trap and "received 3" not in trap, trap
+
+
+def test_mixed_precision_without_loss_scaling_claims_no_loss_scale_state(tmp_path):
+    keras.mixed_precision.set_dtype_policy("mixed_float16")
+    model = build()
+    model.compile(keras.optimizers.Adam(1e-2), "mse", auto_scale_loss=False)
+    keras.mixed_precision.set_dtype_policy("float32")
+    model.fit(X, np.ones((4, 2), "float32"), verbose=0)
+    model.save(tmp_path / "noscale.keras")
+    info = identify(tmp_path / "noscale.keras")
+    assert info.holds["dtype policy"] == "mixed_float16"
+    assert not any("LossScaleOptimizer" in trap for trap in info.traps)
+
+
+def test_preset_damaged_weights_and_huge_sizes(files, tmp_path):
+    shutil.copytree(files / "preset", tmp_path / "cut")
+    data = (tmp_path / "cut" / "model.weights.h5").read_bytes()
+    (tmp_path / "cut" / "model.weights.h5").write_bytes(data[: len(data) // 2])
+    assert any("model.weights.h5 is not a readable HDF5 file" in trap for trap in identify(tmp_path / "cut").traps)
+    shutil.copytree(files / "preset", tmp_path / "huge")
+    config = json.loads((tmp_path / "huge" / "config.json").read_text())
+    config["config"].update(vocabulary_size=2_000_000_000, hidden_dim=4096)
+    (tmp_path / "huge" / "config.json").write_text(json.dumps(config))
+    info = identify(tmp_path / "huge")
+    assert "exhaust memory" in info.blocked
+    assert any("differs from config.json" in trap for trap in info.traps)
+
+
+def test_transformers_folder_and_lora_adapter_are_named(tmp_path):
+    """Was: both 'not-a-model' with no word of what they are."""
+    from tests.realfiles import DATA
+
+    (tmp_path / "hf_bert").mkdir()
+    (tmp_path / "hf_bert" / "config.json").write_text(json.dumps({"model_type": "bert", "vocab_size": 30}))
+    info = identify(tmp_path / "hf_bert")
+    assert info.kind == "not-a-model" and "Hugging Face Transformers" in info.reason
+    shutil.copy(DATA / "kerashub021" / "adapter.lora.h5", tmp_path / "adapter.lora.h5")
+    info = identify(tmp_path / "adapter.lora.h5")
+    assert info.kind == "not-a-model" and "LoRA adapter" in info.reason and "load_lora_weights" in info.reason

@@ -8,6 +8,7 @@ function, and says what is wrong when the answer is not right.
 from __future__ import annotations
 
 import contextlib
+import gc
 import hashlib
 import logging
 import os
@@ -19,23 +20,27 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from helpers.checks import Hint, exercise_check, require
+from helpers.checks import Hint, exercise_check, quote, require
+from helpers.checks.toolkit import call_answer, files_unchanged
 
-__all__ = ["check_load_quantized_weights", "check_reload_for_training", "check_trained_and_averaged"]
+__all__ = ["check_load_adapted_preset", "check_load_quantized_weights", "check_reload_for_training",
+           "check_trained_and_averaged"]
 
 
 @contextlib.contextmanager
 def _quiet() -> Iterator[None]:
-    """No Python, TensorFlow or absl warning lines while a check runs; the dtype policy is put back."""
+    """No Python, TensorFlow or absl warning lines while a check runs (and a faster gc.collect())."""
     loggers = [logging.getLogger(name) for name in ("tensorflow", "absl")]
     levels = [logger.level for logger in loggers]
     for logger in loggers:
         logger.setLevel(logging.CRITICAL + 1)
+    gc.freeze()  # Keras's quantize() runs gc.collect() once per layer: it then scans only what the check made
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             yield
     finally:
+        gc.unfreeze()
         for logger, level in zip(loggers, levels):
             logger.setLevel(level)
 
@@ -53,24 +58,55 @@ def _has_int8(model: keras.Model) -> bool:
 
 
 def _quantizable(seed: int) -> keras.Model:
+    """Two Dense layers around a BatchNormalization (Keras's quantize() runs gc.collect() once per layer)."""
     keras.utils.set_random_seed(seed)
     inputs = keras.Input((6,), name="reading")
     hidden = keras.layers.Dense(12, activation="tanh", name="encoder")(inputs)
     hidden = keras.layers.BatchNormalization(name="norm")(hidden)
-    hidden = keras.layers.Dense(10, activation="relu", name="mixer")(hidden)
     return keras.Model(inputs, keras.layers.Dense(4, name="score")(hidden), name="sensor_net")
 
 
-@exercise_check("17.1")
-def check_load_quantized_weights(load_quantized_weights: Callable[..., keras.Model]) -> str:
+def _quantized_load_hint(error: Exception) -> str | Hint | None:
+    text = str(error)
+    if "variables, but received" in text:
+        return Hint(idea="Keras refused the file: the twin from build() is a float model and the file holds "
+                         "quantized layers, one more variable each (section 3, 'Weights into a twin')",
+                    fix="call twin.quantize('int8') on the model from build() before twin.load_weights(path)")
+    if "No model config found" in text or "File format not supported" in text:
+        return ("load_model reads a whole .keras file; a .weights.h5 holds weights only: make the twin with "
+                "build(), quantize it with 'int8', then twin.load_weights(path)")
+    return None
+
+
+def _quantized_call(load_quantized_weights: Callable[..., keras.Model], path: str, batch: np.ndarray,
+                    want: np.ndarray, first_seed: int) -> None:
+    """One call of the learner's function, with a build() of its own (a cached answer fails the second call)."""
     made: list[keras.Model] = []
-    seeds = iter(range(100, 10_000))
+    seeds = iter(range(first_seed, first_seed + 1_000))
 
     def build() -> keras.Model:  # each call: new random weights, so an unloaded model shows
         model = _quantizable(next(seeds))
         made.append(model)
         return model
 
+    result = call_answer(lambda: load_quantized_weights(build, path), _quantized_load_hint, ValueError)
+    require(isinstance(result, keras.Model),
+            f"load_quantized_weights returned {type(result).__name__}; return the model that holds "
+            "the weights")
+    require(any(result is model for model in made),
+            "the model returned was not made by build() in this call: call build() and return that model")
+    require(_has_int8(result), Hint(
+        idea="the model returned holds no int8 kernel: the file's weights are quantized "
+             "(section 3, 'Weights into a twin')",
+        fix="call twin.quantize('int8') on the model from build() before twin.load_weights(path)"))
+    got = np.asarray(result(batch, training=False))
+    require(got.shape == want.shape and np.array_equal(got, want),
+            "the model does not answer like the saved one: load the file's weights into the "
+            "quantized twin (load_weights), skipping nothing")
+
+
+@exercise_check("17.1")
+def check_load_quantized_weights(load_quantized_weights: Callable[..., keras.Model]) -> str:
     batch = np.random.default_rng(17).normal(size=(9, 6)).astype("float32")
     with tempfile.TemporaryDirectory() as folder, _quiet():
         source = _quantizable(1)
@@ -82,20 +118,8 @@ def check_load_quantized_weights(load_quantized_weights: Callable[..., keras.Mod
         source.save_weights(path)
         want = np.asarray(source(batch, training=False))
         before = _digest(path)
-        result = load_quantized_weights(build, path)
-        require(isinstance(result, keras.Model),
-                f"load_quantized_weights returned {type(result).__name__}; return the model that holds "
-                "the weights")
-        require(any(result is model for model in made),
-                "the model returned was not made by build(): call build() and return that model")
-        require(_has_int8(result), Hint(
-            idea="the model returned holds no int8 kernel: the file's weights are quantized "
-                 "(section 3, 'Weights into a twin')",
-            fix="call twin.quantize('int8') on the model from build() before twin.load_weights(path)"))
-        got = np.asarray(result(batch, training=False))
-        require(got.shape == want.shape and np.array_equal(got, want),
-                "the model does not answer like the saved one: load the file's weights into the "
-                "quantized twin (load_weights), skipping nothing")
+        for first_seed in (100, 200):  # called twice, each time with a build() of its own
+            _quantized_call(load_quantized_weights, path, batch, want, first_seed)
         require(_digest(path) == before, "the weights file changed: load it, never save over it")
     return "a quantized twin from build() holds the file's int8 weights and answers exactly like the saved model"
 
@@ -230,3 +254,74 @@ def check_trained_and_averaged(trained_and_averaged: Callable[[keras.Model], tup
         require(same(first, trained) and same(second, averages),
                 "the arrays changed when training went on: return copies (np.array(v.numpy()))")
     return "the trained weights and their averages, in the order of model.trainable_variables; model unchanged"
+
+
+# --------------------------------------------------------------------------- 17.4
+
+_WORDS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "red", "green", "blue", "light", "dark", "sky"]
+_TEXTS = ["dark sky", "light green blue", "red"]
+
+
+def _tuned_preset(folder: str) -> tuple[str, str, np.ndarray, np.ndarray]:
+    """A DistilBERT text classifier saved as a preset before LoRA, and its adapter; outputs of both."""
+    import keras_hub
+
+    keras.utils.set_random_seed(11)
+    tokenizer = keras_hub.models.DistilBertTokenizer(vocabulary=_WORDS)
+    preprocessor = keras_hub.models.DistilBertTextClassifierPreprocessor(tokenizer, sequence_length=7)
+    backbone = keras_hub.models.DistilBertBackbone(
+        vocabulary_size=len(_WORDS), num_layers=1, num_heads=2, hidden_dim=6, intermediate_dim=12,
+        max_sequence_length=7, dropout=0.0)
+    task = keras_hub.models.DistilBertTextClassifier(backbone, num_classes=3, preprocessor=preprocessor,
+                                                     hidden_dim=6, dropout=0.0)
+    rng = np.random.default_rng(11)  # outputs of size 1, so that the adapter's change shows
+    for weight in task.weights:
+        weight.assign(rng.normal(scale=0.5, size=weight.shape).astype(weight.dtype))
+    preset = os.path.join(folder, "colour model")
+    task.save_to_preset(preset)
+    features = preprocessor(np.array(_TEXTS))
+    base = keras.ops.convert_to_numpy(task(features))
+    backbone.enable_lora(3)
+    for weight in backbone.trainable_weights:
+        if weight.path.endswith("lora_kernel_b"):
+            weight.assign(rng.normal(scale=0.5, size=weight.shape).astype(weight.dtype))
+    adapter = os.path.join(folder, "tuned colours.lora.h5")
+    backbone.save_lora_weights(adapter)
+    return preset, adapter, base, keras.ops.convert_to_numpy(task(features))
+
+
+def _class_hint(error: Exception) -> str | Hint | None:
+    if "subclass" not in str(error) and "compatible" not in str(error):
+        return None
+    return Hint(idea=f"from_preset refused the class you called it on ({quote(error, 90)}): the folder names "
+                     "its own class in task.json (section 9, 'KerasHub presets, offline')",
+                fix="call from_preset on a base class, keras_hub.models.TextClassifier.from_preset(preset), "
+                    "or on the class task.json names")
+
+
+@exercise_check("17.4")
+def check_load_adapted_preset(load_adapted: Callable[[str, str], keras.Model]) -> str:
+    with tempfile.TemporaryDirectory() as folder, _quiet():
+        preset, adapter, base, tuned = _tuned_preset(folder)
+        with files_unchanged(folder, "the preset folder or the adapter changed: only read them (no "
+                                     "save_to_preset or save_lora_weights over them)"):
+            result = call_answer(lambda: load_adapted(preset, adapter), _class_hint, ValueError)
+        require(isinstance(result, keras.Model),
+                f"load_adapted returned {type(result).__name__}; return the task model you loaded")
+        named = "DistilBertTextClassifier"
+        require(type(result).__name__ == named,
+                f"the model returned is a {type(result).__name__}, the folder holds a {named} (task.json): "
+                "load the task, not only its backbone (TextClassifier.from_preset)")
+        require(getattr(result, "preprocessor", None) is not None,
+                "the task has no preprocessor: load it with the one the folder holds (no preprocessor=None)")
+        got = keras.ops.convert_to_numpy(result(result.preprocessor(np.array(_TEXTS))))
+        require(got.shape == tuned.shape, f"the task answers with shape {got.shape}, the saved one with "
+                                          f"{tuned.shape}: load the folder's task as it was saved")
+        require(not np.array_equal(got, base), Hint(
+            idea="the task answers like the base preset: the adapter is not loaded (section 10, 'LoRA: an "
+                 "adapter beside the preset')",
+            fix="load the adapter onto the task's backbone: task.backbone.load_lora_weights(adapter)"))
+        require(np.allclose(got, tuned, rtol=0, atol=1e-5),
+                "the task does not answer like the fine-tuned model: load the folder's weights "
+                "(load_weights=True, the default), then the adapter onto its backbone, once")
+    return "the preset's task, with its preprocessor and the adapter loaded, answers like the fine-tuned model"

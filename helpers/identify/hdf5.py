@@ -38,6 +38,8 @@ def read_hdf5(path: str) -> Identification:
 
 
 def _read_open(path: str, file: Any) -> Identification:
+    import h5py
+
     if "model_config" in file.attrs:
         return read_legacy_h5(path, file, whole=True)
     group = file["model_weights"] if "model_weights" in file else file
@@ -45,6 +47,12 @@ def _read_open(path: str, file: Any) -> Identification:
         return read_legacy_h5(path, file, whole=False)
     if _keras_weights_layout(file):
         return read_weights_h5(path, file)
+    if "lora" in file and isinstance(file["lora"], h5py.Group) and "vars" in file["lora"]:
+        rank = file["lora/vars"].get("rank")
+        rank_text = f", rank {int(rank[()])}" if rank is not None and rank.shape == () else ""
+        return not_model(path, f"a KerasHub LoRA adapter (save_lora_weights{rank_text}), not a model: load it "
+                               "onto the backbone of the preset it was trained on, "
+                               "task.backbone.load_lora_weights(path)")
     shown = ", ".join(list(file)[:3]) or "nothing"
     return not_model(path, f"a plain HDF5 file, not Keras weights (top-level entries: {shown})")
 

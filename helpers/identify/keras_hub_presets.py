@@ -33,10 +33,29 @@ from helpers.trust import MODULES
 __all__ = ["looks_like_preset", "read_preset_folder"]
 
 
+def _other_format(folder: str) -> str | None:
+    """The library whose folder format a ``config.json`` without ``metadata.json`` names (Transformers, timm)."""
+    if os.path.isfile(os.path.join(folder, "metadata.json")):
+        return None
+    try:
+        config = _json(folder, "config.json")
+    except (OSError, ValueError):
+        return None
+    if isinstance(config, dict) and "registered_name" not in config:
+        for key, library in (("model_type", "Hugging Face Transformers"), ("architecture", "timm")):
+            if key in config:
+                return f"{library} (config.json names {key} {str(config[key])!r})"
+    return None
+
+
 def looks_like_preset(folder: str) -> bool:
-    """A folder holding ``config.json`` and a ``metadata.json`` that names a KerasHub or Keras version."""
-    if not (os.path.isfile(os.path.join(folder, "config.json")) and
-            os.path.isfile(os.path.join(folder, "metadata.json"))):
+    """A folder holding ``config.json`` and a ``metadata.json`` that names a KerasHub or Keras version (or a
+    Transformers or timm folder, which ``read_preset_folder`` names as not a KerasHub preset)."""
+    if not os.path.isfile(os.path.join(folder, "config.json")):
+        return False
+    if _other_format(folder):
+        return True
+    if not os.path.isfile(os.path.join(folder, "metadata.json")):
         return False
     try:
         with open(os.path.join(folder, "metadata.json"), encoding="utf-8") as file:
@@ -64,7 +83,45 @@ def _json(folder: str, name: str) -> Any:
         return json.load(file)
 
 
+def _readable_hdf5(path: str) -> bool:
+    import h5py
+
+    try:
+        h5py.File(path, "r").close()
+    except OSError:
+        return False
+    return True
+
+
+def _declared(config: Any) -> int:
+    """The product of the two largest sizes (``*_size``, ``*_dim``, ``*_length``) a configuration declares."""
+    sizes: list[int] = []
+
+    def walk(item: Any) -> None:
+        if isinstance(item, dict):
+            for key, value in item.items():
+                if isinstance(value, int) and not isinstance(value, bool) and str(key).endswith(
+                        ("_size", "_dim", "_length")):
+                    sizes.append(abs(value))
+                else:
+                    walk(value)
+        elif isinstance(item, list):
+            for value in item:
+                walk(value)
+
+    walk(config)
+    product = 1
+    for size in sorted(sizes)[-2:]:
+        product *= size
+    return product if sizes else 0
+
+
 def read_preset_folder(folder: str) -> Identification:
+    other = _other_format(folder)
+    if other:
+        return not_model(folder, f"a {other} folder, not a KerasHub preset: KerasHub converts some of these "
+                                 "while loading (the task class of that architecture's from_preset(path)); "
+                                 "compare its outputs with the original library's")
     try:
         config, metadata = _json(folder, "config.json"), _json(folder, "metadata.json")
         task = _json(folder, "task.json") if os.path.isfile(os.path.join(folder, "task.json")) else None
@@ -75,7 +132,7 @@ def read_preset_folder(folder: str) -> Identification:
     names = sorted(os.listdir(folder))
     assets = sorted(os.path.relpath(os.path.join(root, name), folder).replace(os.sep, "/")
                     for root, _, files in os.walk(os.path.join(folder, "assets")) for name in files)
-    written = {"Keras": str(metadata.get("keras_version", "?"))}
+    written = {"Keras": str(metadata.get("keras_version", "?"))}  # str(): a hand-edited file may hold a number
     written["KerasHub"] = str(metadata.get("keras_hub_version", metadata.get("keras_nlp_version", "?")))
     info = Identification(folder, "keras-hub-preset", written_by=written)
     main = task if isinstance(task, dict) else config
@@ -87,6 +144,19 @@ def read_preset_folder(folder: str) -> Identification:
         info.traps.append("no model.weights.h5: from_preset gives a model with fresh random weights (or fails)")
     if task is not None and "task.weights.h5" not in names:
         info.traps.append("task.json without task.weights.h5: the task's head loads with fresh random weights")
+    for weights in (name for name in names if name.endswith(".weights.h5")):
+        if not _readable_hdf5(os.path.join(folder, weights)):
+            info.traps.append(f"{weights} is not a readable HDF5 file: truncated or damaged; copy the preset again")
+    backbone = (task.get("config") or {}).get("backbone") if isinstance(task, dict) else None
+    if isinstance(backbone, dict) and backbone.get("config") != config.get("config"):
+        info.traps.append("task.json carries its own backbone configuration, which differs from config.json's: "
+                          "a task load builds the backbone from task.json")
+    declared = max(_declared(config), _declared(task))
+    count = metadata.get("parameter_count")
+    if declared > max(10**8, 16 * (count if isinstance(count, int) and count > 0 else 0)):
+        info.blocked = (f"its configuration declares sizes whose product is {declared:.1e} elements, far beyond "
+                        f"its parameter_count ({count}): building it may exhaust memory")
+        info.traps.append(info.blocked)
     registered = [str(item.get("registered_name") or "") for item in (config, main)]
     foreign = sorted({name for name in registered if name and not name.startswith("keras_hub>")})
     if foreign:

@@ -35,7 +35,7 @@ def read_keras_zip(path: str) -> Identification:
             metadata = json.loads(archive.read("metadata.json")) if "metadata.json" in names else None
             config = json.loads(archive.read("config.json")) if "config.json" in names else None
             try:
-                optimizer = _archive_has_optimizer(archive) if "model.weights.h5" in names else False
+                optimizer, scaled = _archive_optimizer(archive) if "model.weights.h5" in names else (False, False)
             except (OSError, ValueError, KeyError) as error:  # h5py: not HDF5, or cut short
                 return not_model(path, f"a .keras zip whose model.weights.h5 is truncated or damaged "
                                         f"({first_line(error)})")
@@ -66,7 +66,7 @@ def read_keras_zip(path: str) -> Identification:
                                                 mode=quantized[0].split("_from_")[0].split("/")[0]))
     if mixed:
         info.holds["dtype policy"] = mixed
-        if optimizer:
+        if scaled:  # a LossScaleOptimizer's state (not with compile(auto_scale_loss=False))
             info.traps.append(MIXED_TRAP.format(policy=mixed))
     if info.kind == "keras3-archive":
         if info.holds["custom objects"]:
@@ -80,7 +80,7 @@ def read_keras_zip(path: str) -> Identification:
                 """,
                 'report = f"{len(loaded)} weight arrays (the model needs its custom classes)"')
             info.partial = "only the weights were read: the model needs its custom classes"
-        elif mixed and optimizer and not (lam or tfsm):
+        elif mixed and scaled and not (lam or tfsm):
             info.how_to_load = loading_code(path, f"""
                 import keras
                 # compile() wraps the optimizer in a LossScaleOptimizer only under a mixed global policy
@@ -152,8 +152,9 @@ with h5py.File(data, "r") as h5:
 
 
 
-def _archive_has_optimizer(archive: zipfile.ZipFile) -> bool:
-    """Whether the archive's model.weights.h5 holds optimizer variables; reads only HDF5 metadata."""
+def _archive_optimizer(archive: zipfile.ZipFile) -> tuple[bool, bool]:
+    """Whether the archive's model.weights.h5 holds optimizer variables, and a LossScaleOptimizer's (an inner
+    optimizer); reads only HDF5 metadata."""
     import h5py
 
     member = archive.getinfo("model.weights.h5")
@@ -162,7 +163,8 @@ def _archive_has_optimizer(archive: zipfile.ZipFile) -> bool:
     else:
         source = archive.open(member)  # streamed: seeks back re-read from the start, never all in memory
     with source, h5py.File(source, "r") as h5:
-        return "optimizer" in h5 and len(h5["optimizer"]) > 0
+        held = "optimizer" in h5 and len(h5["optimizer"]) > 0
+        return held, held and "inner_optimizer" in h5["optimizer"]
 
 
 class _Window(io.RawIOBase):

@@ -19,16 +19,28 @@ from helpers.identify.answer import Identification, loading_code
 __all__ = ["read_weights_h5"]
 
 
+def _mode(variables: list[tuple[str, tuple[int, ...]]]) -> str:
+    """The quantization mode a layer's saved variables show (as ``helpers.shipped_models`` reads them)."""
+    int8 = sum(dtype == "int8" for dtype, _ in variables)
+    if int8 >= 2:  # int4: the packed kernel and its zero point
+        return "int4"
+    if int8 == 1:
+        return "int8"
+    if sum(shape == () for _, shape in variables) >= 3:  # float8: scales beside their amax histories
+        return "float8"
+    return "float"
+
+
 def read_weights_h5(path: str, file: Any) -> Identification:
     counts = {"model": 0, "optimizer": 0}
     unstored: list[str] = []
-    int8: list[str] = []
+    layers: dict[str, list[tuple[str, tuple[int, ...]]]] = {}
 
     def visit(name: str, item: Any) -> None:
         if hasattr(item, "shape"):
             counts["optimizer" if name.startswith("optimizer/") else "model"] += 1
-            if str(item.dtype) == "int8" and not name.startswith("optimizer/"):
-                int8.append(name)
+            if "/vars/" in name and not name.startswith("optimizer/"):
+                layers.setdefault(name.rsplit("/vars/", 1)[0], []).append((str(item.dtype), tuple(item.shape)))
             if item.size and item.id.get_storage_size() == 0:  # declared, never written
                 unstored.append(f"{name} {tuple(item.shape)}")
 
@@ -44,11 +56,13 @@ def read_weights_h5(path: str, file: Any) -> Identification:
         info.holds["optimizer values"] = counts["optimizer"]
     info.traps.append("weights only: the architecture is not in the file; load_weights into a model "
                       "built with the same layers")
-    if int8:
-        info.holds["int8 weights"] = len(int8)
-        info.traps.append(f"quantized: {len(int8)} int8 kernel(s) with their scales; an unquantized twin "
-                          "fails ('expected 2 variables, but received 3'): quantize the twin first: "
-                          "model.quantize('int8') (or the mode it was saved with), then load_weights")
+    modes = sorted({mode for variables in layers.values() if (mode := _mode(variables)) != "float"})
+    if modes:
+        quantized = sum(_mode(variables) != "float" for variables in layers.values())
+        info.holds["quantized layers"] = f"{quantized} ({', '.join(modes)})"
+        info.traps.append(f"quantized ({', '.join(modes)}): {quantized} layer(s) hold more variables than a float "
+                          "twin's, which fails ('expected 2 variables, but received ...'): build the twin "
+                          f"unquantized, quantize it first: model.quantize({modes[0]!r}), then load_weights")
     if "optimizer" in file and "inner_optimizer" in file["optimizer"]:
         info.holds["loss scale optimizer"] = True
         info.traps.append("mixed precision: the optimizer state of a LossScaleOptimizer (loss scale, step "

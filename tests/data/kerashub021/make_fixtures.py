@@ -56,7 +56,7 @@ def main(out: str) -> None:
             "output": base.tolist(),
             "notes": "from_preset under keras-hub 0.32 / Keras 3.15 loads it; outputs on `input`."},
         "adapter": {
-            "path": "adapter.lora.h5", "kind": "lora-adapter", "written_by": written_by,
+            "path": "adapter.lora.h5", "kind": "not-a-model/lora-adapter", "written_by": written_by,
             "description": "backbone.save_lora_weights after enable_lora(2), B matrices set to 0.5",
             "input": {key: value.tolist() for key, value in features.items()},
             "output": adapted.tolist(),
