@@ -51,6 +51,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from helpers.errors import FreshProcessError
+from helpers.streams import stderr_to_devnull
 
 __all__ = ["FreshProcess", "FreshProcessError", "call_in_fresh_process", "fork_workers", "start_fresh_process",
            "tell_parent", "warm_up"]
@@ -153,15 +154,10 @@ def _starting() -> Iterator[None]:
 
     main = sys.modules["__main__"]
     sys.modules["__main__"] = types.ModuleType("__main__")
-    sys.stderr.flush()
-    saved = os.dup(2)
     try:
-        with open(os.devnull, "w") as devnull:
-            os.dup2(devnull.fileno(), 2)
-        yield
+        with stderr_to_devnull():
+            yield
     finally:
-        os.dup2(saved, 2)
-        os.close(saved)
         sys.modules["__main__"] = main
 
 

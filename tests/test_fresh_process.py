@@ -235,3 +235,19 @@ def test_children_compute_like_a_script_without_the_course_setup(tmp_path):
                           timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "ok: True" in done.stdout, done.stdout
+
+
+def test_stderr_to_devnull_is_the_one_swap_and_restores_on_errors():
+    """helpers.streams.stderr_to_devnull: fd 2 at /dev/null in the block, back after, even on an exception."""
+    import helpers.__main__
+    import helpers.fresh_process
+    import helpers.notebook
+    from helpers.streams import stderr_to_devnull
+
+    before = os.fstat(2)
+    with pytest.raises(KeyError), stderr_to_devnull():
+        assert os.fstat(2).st_ino == os.stat(os.devnull).st_ino
+        raise KeyError("inside")
+    assert (os.fstat(2).st_dev, os.fstat(2).st_ino) == (before.st_dev, before.st_ino)
+    for module in (helpers.__main__, helpers.fresh_process, helpers.notebook):
+        assert module.stderr_to_devnull is stderr_to_devnull, module.__name__
