@@ -251,3 +251,10 @@ def test_stderr_to_devnull_is_the_one_swap_and_restores_on_errors():
     assert (os.fstat(2).st_dev, os.fstat(2).st_ino) == (before.st_dev, before.st_ino)
     for module in (helpers.__main__, helpers.fresh_process, helpers.notebook):
         assert module.stderr_to_devnull is stderr_to_devnull, module.__name__
+
+
+def test_resume_worker_has_no_old_command_line():
+    """Its workers start only through helpers.fresh_process (run); no `python -m` protocol beside it."""
+    import helpers.resume_worker
+
+    assert 'if __name__ == "__main__"' not in Path(helpers.resume_worker.__file__).read_text()
