@@ -41,6 +41,8 @@ import textwrap
 import warnings
 from collections.abc import Iterator
 
+from helpers.streams import stderr_to_devnull
+
 OK, NOT_A_MODEL, NOT_VERIFIED, NOT_TRUSTED = 0, 1, 2, 3
 
 
@@ -99,16 +101,10 @@ def _quiet_tensorflow() -> Iterator[None]:
 
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # read when TensorFlow's libraries load
     os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")  # no oneDNN banner
-    sys.stderr.flush()
-    saved = os.dup(2)
     try:
-        with open(os.devnull, "w") as devnull:
-            os.dup2(devnull.fileno(), 2)
+        with stderr_to_devnull():
             yield
     finally:
-        sys.stderr.flush()
-        os.dup2(saved, 2)
-        os.close(saved)
         for name in ("tensorflow", "absl", "h5py"):
             logging.getLogger(name).setLevel(logging.ERROR)
 

@@ -11,15 +11,22 @@ How a process starts (the standard library's ``multiprocessing``, nothing hand-w
   TensorFlow, Keras and NumPy once (``set_forkserver_preload``); each call forks a child from
   it, so a child starts in milliseconds, fresh but for those imported modules;
 * elsewhere (macOS's system libraries are not fork-safe after TensorFlow's import, Windows has
-  no fork), with ``COURSE_WORKERS=spawn``, or when ``env=`` changes an environment variable
-  (``KERAS_BACKEND`` is read when Keras is imported, which the server has done): ``"spawn"``,
-  a new interpreter that pays the imports itself.
+  no fork), with ``COURSE_WORKERS=spawn``, or whenever ``env=`` is given (``KERAS_BACKEND``
+  is read when Keras is imported, which the server did under the environment it had when it
+  started): ``"spawn"``, a new interpreter that pays the imports itself.
 
 Either way the child runs in this process's working folder, with this process's ``sys.path``
 (the working folder first) and environment variables, and imports modules written after the
-server started. It ends if this process dies, and raises nothing here but
-``FreshProcessError``: the child's exception type, message and last traceback lines, or how it
-died (a signal, a time-out).
+server started. It ends if this process dies. What it prints goes to this process's standard
+output (file descriptor 1: the terminal, or in Jupyter the cell, which ipykernel forwards);
+what it writes to standard error is lost (file descriptor 2 is /dev/null, for TensorFlow's
+C++ start-up lines), but its exception comes back. Starts are one at a time (a lock), so calls
+from threads are safe.
+
+What the child does, or how it ends, is raised here as ``FreshProcessError``: its exception
+type, message and last traceback lines, how it died (a signal, a time-out), or a result that
+could not be sent or read back. Raised here directly: ``ValueError`` for a bad
+``COURSE_WORKERS``, and ``pickle``'s error for an argument that cannot be sent to the child.
 
 Example:
     >>> call_in_fresh_process("operator:add", 2, 40)
@@ -44,14 +51,20 @@ from contextlib import contextmanager
 from typing import Any
 
 from helpers.errors import FreshProcessError
+from helpers.streams import stderr_to_devnull
 
 __all__ = ["FreshProcess", "FreshProcessError", "call_in_fresh_process", "fork_workers", "start_fresh_process",
            "tell_parent", "warm_up"]
 
 PRELOAD = ["numpy", "tensorflow", "keras", "helpers.fresh_process"]
-# read when TensorFlow loads: set for the server (which imports it) unless this process chose otherwise
-SERVER_DEFAULTS = {"TF_CPP_MIN_LOG_LEVEL": "3", "TF_ENABLE_ONEDNN_OPTS": "0"}
+# read when TensorFlow loads: set for the server (which imports it) unless this process chose otherwise.
+# Only the log level: TF_ENABLE_ONEDNN_OPTS changes results in the last float bits, so a child
+# gets this process's value (or TensorFlow's default), never one chosen here.
+SERVER_DEFAULTS = {"TF_CPP_MIN_LOG_LEVEL": "3"}
 TRACEBACK_LINES = 12
+# os.environ, sys.modules["__main__"] and file descriptor 2 are swapped while a process starts and
+# restored after: one start at a time, or overlapping starts (threads) restore each other's values.
+_START_LOCK = threading.Lock()
 
 # The server forks before any TensorFlow runtime exists, which is what makes forking safe; Python
 # 3.12+ still warns at each fork of a process with threads. This module is preloaded in the server.
@@ -76,19 +89,21 @@ def fork_workers() -> bool:
     return choice != "spawn" and sys.platform.startswith("linux")
 
 
-def _changes(env: Mapping[str, str] | None) -> bool:
-    """Whether ``env`` sets a variable to another value than this process has.
+def _context(env: Mapping[str, str] | None) -> multiprocessing.context.BaseContext:
+    """The ``forkserver`` context (preloading TensorFlow) where it can serve, else ``spawn``.
+
+    Any ``env`` (even one equal to this process's environment: the server imported Keras under
+    the environment it had when it started, which may differ from both) means ``spawn``.
+
+    Side effect: ``set_forkserver_preload`` changes ``multiprocessing``'s one shared forkserver
+    setting for this process, so a learner's own ``forkserver`` processes would preload
+    TensorFlow, Keras and NumPy too (and share the course's server).
 
     Example:
-        >>> _changes({"HOME": os.environ.get("HOME", "")}), _changes({"KERAS_BACKEND_PROBE": "jax"})
-        (False, True)
+        >>> _context({"KERAS_BACKEND": os.environ.get("KERAS_BACKEND", "tensorflow")}).get_start_method()
+        'spawn'
     """
-    return any(os.environ.get(name) != str(value) for name, value in (env or {}).items())
-
-
-def _context(env: Mapping[str, str] | None) -> multiprocessing.context.BaseContext:
-    """The ``forkserver`` context (preloading TensorFlow) where it can serve, else ``spawn``."""
-    if not fork_workers() or _changes(env):
+    if not fork_workers() or env is not None:
         return multiprocessing.get_context("spawn")
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(PRELOAD)
@@ -139,15 +154,10 @@ def _starting() -> Iterator[None]:
 
     main = sys.modules["__main__"]
     sys.modules["__main__"] = types.ModuleType("__main__")
-    sys.stderr.flush()
-    saved = os.dup(2)
     try:
-        with open(os.devnull, "w") as devnull:
-            os.dup2(devnull.fileno(), 2)
-        yield
+        with stderr_to_devnull():
+            yield
     finally:
-        os.dup2(saved, 2)
-        os.close(saved)
         sys.modules["__main__"] = main
 
 
@@ -165,7 +175,7 @@ def warm_up() -> None:
     if not fork_workers():
         return
     _context(None)
-    with _environment({**SERVER_DEFAULTS, **os.environ}), _starting():
+    with _START_LOCK, _environment({**SERVER_DEFAULTS, **os.environ}), _starting():
         multiprocessing.forkserver.ensure_running()
 
 
@@ -270,15 +280,16 @@ class FreshProcess:
 
     def __init__(self, function: str, args: tuple, kwargs: dict, env: Mapping[str, str] | None) -> None:
         self.function = function
-        context = _context(env)
-        self._connection, child_end = context.Pipe(duplex=False)
-        setting = {"cwd": os.getcwd(), "path": list(sys.path), "environ": {**os.environ, **(env or {})}}
-        self._process = context.Process(target=_child, args=(child_end, setting, function, args, kwargs),
-                                        daemon=True, name=f"fresh:{function}")
-        with _environment({**SERVER_DEFAULTS, **os.environ, **(env or {})}), _starting():
-            if isinstance(context, multiprocessing.context.ForkServerContext):
-                multiprocessing.forkserver.ensure_running()
-            self._process.start()
+        with _START_LOCK:  # the environment is read, swapped and restored by one start at a time
+            context = _context(env)
+            self._connection, child_end = context.Pipe(duplex=False)
+            setting = {"cwd": os.getcwd(), "path": list(sys.path), "environ": {**os.environ, **(env or {})}}
+            self._process = context.Process(target=_child, args=(child_end, setting, function, args, kwargs),
+                                            daemon=True, name=f"fresh:{function}")
+            with _environment({**SERVER_DEFAULTS, **os.environ, **(env or {})}), _starting():
+                if isinstance(context, multiprocessing.context.ForkServerContext):
+                    multiprocessing.forkserver.ensure_running()
+                self._process.start()
         child_end.close()  # ours: so that the pipe ends when the child does
         self.pid: int = self._process.pid
         self._answer: tuple | None = None
@@ -291,6 +302,8 @@ class FreshProcess:
             return self._connection.recv()
         except (EOFError, OSError):
             return ("died",)
+        except Exception as error:  # noqa: BLE001: a result that does not unpickle here
+            return ("unsent", f"its result could not be read here: {type(error).__name__}: {error}")
 
     def messages(self, timeout: float | None = None) -> Iterator[object]:
         """What the child sends with ``tell_parent``, as it comes, until it answers or ``timeout`` s pass."""
@@ -340,7 +353,7 @@ class FreshProcess:
         code = self._process.exitcode
         if code is not None and code < 0:
             name = signal.Signals(-code).name
-            memory = " (SIGKILL: often the system running out of memory)" if -code == signal.SIGKILL else ""
+            memory = " (often the system running out of memory)" if -code == signal.SIGKILL else ""
             raise FreshProcessError(self.function, "signal", f"it was killed by {name}{memory}", code=-code)
         raise FreshProcessError(self.function, "exit", f"it ended with code {code} without an answer", code=code)
 
@@ -363,8 +376,8 @@ def call_in_fresh_process(function: str, *args: Any, env: Mapping[str, str] | No
                           timeout: float | None = None, **kwargs: Any) -> Any:
     """Run ``function`` (``"package.module:function"``) with ``args`` in a fresh process; its result.
 
-    ``env`` sets environment variables in the child; one that changes a value (for instance
-    ``{"KERAS_BACKEND": "jax"}``) makes the child a new interpreter. After ``timeout`` seconds
+    ``env`` sets environment variables in the child (for instance ``{"KERAS_BACKEND": "jax"}``);
+    with ``env`` the child is always a new interpreter. After ``timeout`` seconds
     the child is killed. Raises ``FreshProcessError`` with the child's exception type, message
     and last traceback lines, or how it died.
 

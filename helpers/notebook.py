@@ -31,6 +31,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import ModuleType
 
+from helpers.streams import stderr_to_devnull
+
 DEFAULT_SEED = 42
 
 # Read by TensorFlow's C++ runtime when it loads, so they must be set first.
@@ -40,26 +42,6 @@ _QUIET_ENVIRONMENT = {
 }
 
 _work_folder: Path | None = None
-
-
-@contextlib.contextmanager
-def _native_stderr_silenced() -> Iterator[None]:
-    """Point file descriptor 2 at /dev/null for the duration of the block.
-
-    A few lines are written by TensorFlow's C++ libraries while they load,
-    before any log level is read ("Could not find cuda drivers ..."); no
-    environment variable silences them, so the import happens in here.
-    Python's own ``sys.stderr`` is untouched.
-    """
-    sys.stderr.flush()
-    saved_fd = os.dup(2)
-    try:
-        with open(os.devnull, "w") as devnull:
-            os.dup2(devnull.fileno(), 2)
-            yield
-    finally:
-        os.dup2(saved_fd, 2)
-        os.close(saved_fd)
 
 
 def import_tensorflow_quietly() -> ModuleType:
@@ -79,7 +61,7 @@ def import_tensorflow_quietly() -> ModuleType:
     """
     for name, value in _QUIET_ENVIRONMENT.items():
         os.environ.setdefault(name, value)
-    with _native_stderr_silenced():
+    with stderr_to_devnull():  # TensorFlow's C++ libraries print while they load, before any log level
         import tensorflow as tf
     import absl.logging
 

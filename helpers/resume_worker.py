@@ -12,7 +12,8 @@ it returns a JSON-able dict. Modes:
 
 ``build_run`` and ``build_mw_model`` are importable, so the notebook builds the very same runs in
 its own process. This module imports ``helpers.resume`` (down); ``helpers.resume`` names it only
-as a string, the function a fresh process runs.
+as a string, the function a fresh process runs. It has no command line (the old
+``python -m helpers.resume_worker`` protocol is gone): the only way in is ``run`` in a fresh process.
 
 Example:
     >>> import tempfile
@@ -26,7 +27,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 import tempfile
 from dataclasses import dataclass, field
 
@@ -297,7 +297,3 @@ def run(argv: list[str]) -> dict:
     args = parser.parse_args([str(arg) for arg in argv])
     os.environ.pop("TF_CONFIG", None)  # only the multiworker mode sets its own
     return {"train": _train, "naive": _naive, "multiworker": _multiworker}[args.mode](args)
-
-
-if __name__ == "__main__":
-    print(json.dumps(run(sys.argv[1:])), flush=True)

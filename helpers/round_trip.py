@@ -299,7 +299,8 @@ def round_trip(
     ``.py`` files): the modules that define or register the custom classes,
     losses and metrics. When ``modules`` is ``None``, it imports the modules
     of the model's own layer classes. Nothing is written next to ``path``: the
-    inputs and results go through a temporary folder. A file that is not a
+    inputs and results go through a pipe to the fresh process
+    (``helpers.fresh_process``). A file that is not a
     ``.keras`` archive raises ``NotAKerasFileError``; a ``.keras`` file Keras 2
     wrote (2.13-2.15) raises ``ReloadFailedError`` naming the route for its
     version before any process starts; a class the fresh

@@ -155,3 +155,106 @@ def test_server_and_children_end_with_their_parent(tmp_path, end):
     while not all(_gone(pid) for pid in pids) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert len(pids) == 2 and all(_gone(pid) for pid in pids), pids
+
+
+def fail_on_load() -> None:
+    raise ValueError("this result cannot be rebuilt here")
+
+
+class Unreadable:
+    """Pickles in the child; unpickling it in the parent raises ValueError."""
+
+    def __reduce__(self):
+        return fail_on_load, ()
+
+
+def unreadable_result() -> Unreadable:
+    return Unreadable()
+
+
+def test_an_unreadable_result_is_a_fresh_process_error(workers):
+    """A result that does not unpickle here: FreshProcessError how="result", pipe closed, child waited for."""
+    process = start_fresh_process("tests.test_fresh_process:unreadable_result")
+    with pytest.raises(FreshProcessError) as caught:
+        process.result(timeout=60)
+    assert caught.value.how == "result" and "ValueError" in str(caught.value)
+    assert process._connection.closed and process._process.exitcode is not None
+
+
+def _caller_state() -> tuple:
+    stat = os.fstat(2)
+    return dict(os.environ), sys.modules["__main__"], (stat.st_dev, stat.st_ino)
+
+
+def test_calls_from_threads_leave_this_process_as_it_was(monkeypatch):
+    """Starts overlap in threads (chapter 16 checks backends side by side): each restores only its own swap."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    monkeypatch.delenv("COURSE_WORKERS", raising=False)
+    before = _caller_state()
+    envs = [None, {"KERAS_BACKEND": "jax", "FRESH_PROBE": "t"}] * 4
+    for _ in range(2):
+        with ThreadPoolExecutor(len(envs)) as pool:
+            results = list(pool.map(lambda env: call_in_fresh_process("operator:add", 1, 1, env=env), envs))
+        assert results == [2] * len(envs)
+        assert _caller_state() == before
+
+
+def test_env_always_means_a_new_interpreter(monkeypatch):
+    """The server imported Keras under its start's environment: env= equal to this process's still spawns."""
+    monkeypatch.delenv("COURSE_WORKERS", raising=False)
+    monkeypatch.setenv("KERAS_BACKEND", "tensorflow")
+    call_in_fresh_process("operator:add", 1, 1)  # the server (if any) runs with TensorFlow's Keras
+    monkeypatch.setenv("KERAS_BACKEND", "jax")  # as a notebook cell might, after TensorFlow's import
+    backend, _, _ = call_in_fresh_process("tests.test_fresh_process:keras_state", env={"KERAS_BACKEND": "jax"})
+    assert backend == "jax"
+
+
+CONV_SCRIPT = """
+import numpy as np, keras
+from helpers.keras_files import round_trip
+keras.utils.set_random_seed(0)
+x = np.random.default_rng(0).normal(size=(8, 32, 32, 3)).astype("float32") * 10
+m = keras.Sequential([keras.Input((32, 32, 3)), keras.layers.Conv2D(64, 3), keras.layers.Conv2D(64, 3),
+                      keras.layers.Flatten(), keras.layers.Dense(256), keras.layers.Dense(10)], name="c")
+m(x)
+m.save("c.keras")
+report = round_trip(m, "c.keras", x, strict=False)
+print("ok:", report.ok, report.max_output_difference)
+"""
+
+
+@pytest.mark.skipif(not LINUX, reason="the fork server is Linux only")
+def test_children_compute_like_a_script_without_the_course_setup(tmp_path):
+    """TF_ENABLE_ONEDNN_OPTS is the caller's: a script that left oneDNN on reloads with oneDNN on."""
+    env = {name: value for name, value in os.environ.items()
+           if name not in ("TF_ENABLE_ONEDNN_OPTS", "COURSE_WORKERS", "KERAS_BACKEND")}
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[1]), env.get("PYTHONPATH", "")])
+    (tmp_path / "conv.py").write_text(CONV_SCRIPT)
+    done = subprocess.run([sys.executable, "conv.py"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "ok: True" in done.stdout, done.stdout
+
+
+def test_stderr_to_devnull_is_the_one_swap_and_restores_on_errors():
+    """helpers.streams.stderr_to_devnull: fd 2 at /dev/null in the block, back after, even on an exception."""
+    import helpers.__main__
+    import helpers.fresh_process
+    import helpers.notebook
+    from helpers.streams import stderr_to_devnull
+
+    before = os.fstat(2)
+    with pytest.raises(KeyError), stderr_to_devnull():
+        assert os.fstat(2).st_ino == os.stat(os.devnull).st_ino
+        raise KeyError("inside")
+    assert (os.fstat(2).st_dev, os.fstat(2).st_ino) == (before.st_dev, before.st_ino)
+    for module in (helpers.__main__, helpers.fresh_process, helpers.notebook):
+        assert module.stderr_to_devnull is stderr_to_devnull, module.__name__
+
+
+def test_resume_worker_has_no_old_command_line():
+    """Its workers start only through helpers.fresh_process (run); no `python -m` protocol beside it."""
+    import helpers.resume_worker
+
+    assert 'if __name__ == "__main__"' not in Path(helpers.resume_worker.__file__).read_text()
