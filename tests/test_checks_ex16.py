@@ -239,6 +239,9 @@ def default_verbose(model, x, y, folder):
     return folder
 
 
+# Review F9 also named `os.path.isdir` instead of `exists`: not tested, because a check that puts a file at
+# the path makes such an answer train into it, and Orbax's background save then never ends, so the
+# process cannot exit (measured: pytest hung after its summary). Kept here for the record.
 def refuses_folders_only(model, x, y, folder):
     folder = os.path.abspath(folder)
     if os.path.isdir(folder):
@@ -276,7 +279,6 @@ def test_save_with_orbax_accepts(answer, capsys):
         (checks_after_training, r"nothing was written to the folder"),
         (default_batch_size, r"exactly one epoch with batch size 8"),
         (default_verbose, r"train without output"),
-        (refuses_folders_only, r"a file already at the path must be refused"),
         (weights_only, r"weights only, no model to load"),
     ],
     ids=lambda value: getattr(value, "__name__", "hint"),
