@@ -5,8 +5,8 @@ Keras 3 picks its backend once, when ``keras`` is first imported in a process (f
 crosses runs one fresh interpreter per backend: ``check_across_backends`` loads the file in
 each, compares every stored value Keras restored (layers, and the optimizer's state) with the
 value in the file itself, runs the model on the same inputs, and compares the outputs between
-backends. When a layer cannot be loaded or run in a backend, ``BackendMismatchError`` names it,
-the reason and the fix.
+backends. When a layer cannot be loaded or run in a backend, ``BackendMismatchError`` names the
+first one that fails there, the reason and the fix (fix it and run the check again).
 
 The children run ``helpers.backends_worker.reload_in_backend`` through
 ``helpers.fresh_process.call_in_fresh_process`` (named by a string: the worker imports this
@@ -16,6 +16,8 @@ module, never the reverse).
 from __future__ import annotations
 
 import importlib.util
+import json
+import math
 import os
 import re
 import tempfile
@@ -28,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from helpers.errors import BackendMismatchError, NotAKerasFileError
+from helpers.files import check_archive_sizes, path_text
 from helpers.fresh_process import call_in_fresh_process
 
 __all__ = ["BackendMismatchError", "BackendReport", "BackendRow", "backend_available", "check_across_backends",
@@ -82,10 +85,26 @@ def pack_inputs(inputs: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """
     if isinstance(inputs, dict):
         keys = [str(key) for key in inputs]
-        return {"kind": "dict", "keys": keys}, {f"x{i}": np.asarray(inputs[k]) for i, k in enumerate(inputs)}
+        return {"kind": "dict", "keys": keys}, {f"x{i}": _numeric(inputs[k]) for i, k in enumerate(inputs)}
     if isinstance(inputs, (list, tuple)):
-        return {"kind": "list", "count": len(inputs)}, {f"x{i}": np.asarray(v) for i, v in enumerate(inputs)}
-    return {"kind": "array"}, {"x0": np.asarray(inputs)}
+        return {"kind": "list", "count": len(inputs)}, {f"x{i}": _numeric(v) for i, v in enumerate(inputs)}
+    return {"kind": "array"}, {"x0": _numeric(inputs)}
+
+
+def _numeric(value: Any) -> np.ndarray:
+    """``value`` as a numeric NumPy array; ``ValueError`` for None, strings or objects.
+
+    Example:
+        >>> _numeric(None)
+        Traceback (most recent call last):
+        ...
+        ValueError: inputs must be numeric arrays (the model's inputs), got None
+    """
+    array = np.asarray(value) if value is not None else None
+    if array is None or array.dtype.kind not in "biuf":
+        shown = "None" if value is None else f"an array of {array.dtype}"  # type: ignore[union-attr]
+        raise ValueError(f"inputs must be numeric arrays (the model's inputs), got {shown}")
+    return array
 
 
 def unpack_inputs(layout: dict[str, Any], arrays: Any) -> Any:
@@ -116,17 +135,45 @@ def _check_path(path: str) -> None:
                                        "is not a Keras 3 model file; see helpers.identify)")
     if not zipfile.is_zipfile(path):
         raise NotAKerasFileError(path, "not a zip archive, so not a .keras file (see helpers.identify)")
-    with zipfile.ZipFile(path) as archive:
-        names = set(archive.namelist())
+    try:
+        with zipfile.ZipFile(path) as archive:
+            check_archive_sizes(archive, path)  # a zip bomb is refused before a process reads it
+            names = set(archive.namelist())
+            bad = archive.testzip()
+    except zipfile.BadZipFile as error:
+        raise NotAKerasFileError(path, f"a damaged zip archive ({error}): get the file again") from None
     if not {"config.json", "model.weights.h5"} <= names:
         raise NotAKerasFileError(path, "a zip archive without config.json and model.weights.h5")
+    if bad is not None:
+        raise NotAKerasFileError(path, f"a damaged zip archive (member {bad!r} fails its CRC-32 check): "
+                                       "get the file again")
+
+
+def _keras_version(path: str) -> str:
+    """The Keras version in the file's metadata.json ('' when it has none)."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            return str(json.loads(archive.read("metadata.json")).get("keras_version", ""))
+    except (KeyError, ValueError, OSError, zipfile.BadZipFile, AttributeError):
+        return ""
 
 
 def _clean(text: str) -> str:
-    return re.sub(r"(/[\w.+-]+){2,}/?", "<path>", text)[:160]
+    return re.sub(r"(/[\w.+-]+){2,}/?", "<path>", text)[:240]
 
 
-def _problems(backend: str, result: dict[str, Any], modules: Sequence[str]) -> list[str]:
+def _route(message: str, version: str) -> str:
+    """The route that works for a file that fails to load for a reason no layer explains."""
+    if version.startswith(("1.", "2.")):
+        return (f" (written by Keras {version}, not Keras 3: helpers.identify names the file and the route, "
+                "chapter 10 converts Keras 2 files)")
+    if "safe_mode" in message or "Lambda" in message:
+        return (" (a Lambda layer holds Python code, which Keras refuses to run unless you trust the file: "
+                "load it yourself with safe_mode=False only if you do)")
+    return ""
+
+
+def _problems(backend: str, result: dict[str, Any], modules: Sequence[str], version: str = "") -> list[str]:
     failure = result["failure"]
     if failure["kind"] == "import":
         return [f"{backend}: the module {failure['module']!r} fails to import: {_clean(failure['message'])}"]
@@ -139,7 +186,8 @@ def _problems(backend: str, result: dict[str, Any], modules: Sequence[str]) -> l
         stage = "loading" if failure["stage"] == "load" else "computing"
         return [f"{backend}: layer {failure['layer']!r} ({failure['class']}) fails while {stage}: {why} "
                 f"(`{failure['line']}`)"]
-    return [f"{backend}: the file fails while {failure['stage']}ing: {_clean(failure['message'])}"]
+    return [f"{backend}: the file fails while {failure['stage']}ing: {_clean(failure['message'])}"
+            f"{_route(failure['message'], version)}"]
 
 
 def _run_child(backend: str, path: str, inputs_file: str, layout: dict, modules: list[str],
@@ -160,11 +208,13 @@ def check_across_backends(path: str | os.PathLike, inputs: Any, backends: Iterab
     model runs on ``inputs`` (``training=False``). Outputs are compared with the first
     backend's. The processes run side by side.
 
-    Raises ``BackendMismatchError`` naming each layer that fails to load or compute in a
-    backend (a class not defined there; a ``call`` that runs TensorFlow or JAX functions
-    directly: use ``keras.ops``), each value that differs from the file's, each output that
-    differs by more than ``atol``; ``NotAKerasFileError`` for a path that is not a ``.keras``;
-    ``ValueError`` for a backend that is not installed here.
+    Raises ``BackendMismatchError`` naming, in each backend, the first layer that fails to load
+    or compute (a class not defined there; a ``call`` that runs TensorFlow or JAX functions
+    directly: use ``keras.ops``; fix it and run again), each value that differs from the file's,
+    each output that differs by more than ``atol``; ``NotAKerasFileError`` for a path that is
+    not a ``.keras`` (``ArchiveTooLargeError`` for one that declares members too large to read);
+    ``ValueError`` for a backend that is not installed here, inputs that are not numeric arrays,
+    or a negative ``atol``. ``backends`` may be one name (``"jax"``).
 
     Example:
         >>> import keras
@@ -177,9 +227,11 @@ def check_across_backends(path: str | os.PathLike, inputs: Any, backends: Iterab
         >>> [(row.backend, row.variables, row.optimizer_variables, row.variable_difference) for row in report.rows]
         [('tensorflow', 8, 6, 0.0), ('jax', 8, 6, 0.0)]
     """
-    text = os.fspath(path)
+    text = path_text(path, ".keras path")
+    if isinstance(atol, bool) or not isinstance(atol, (int, float)) or not math.isfinite(atol) or atol < 0:
+        raise ValueError(f"atol must be a number >= 0, got {atol!r}")
     _check_path(text)
-    backends = list(backends)
+    backends = [backends] if isinstance(backends, str) else list(backends)
     if not backends:
         raise ValueError("name at least one backend, e.g. backends=('tensorflow', 'jax')")
     for backend in backends:
@@ -195,24 +247,39 @@ def check_across_backends(path: str | os.PathLike, inputs: Any, backends: Iterab
             futures = [pool.submit(_run_child, b, os.path.abspath(text), inputs_file, layout, modules, timeout)
                        for b in backends]
             results = [future.result() for future in futures]
-    return _compare(text, backends, results, modules, atol)
+    return _compare(text, backends, results, modules, atol, _keras_version(text))
+
+
+def _value_problems(backend: str, rows: list[dict[str, Any]]) -> list[str]:
+    """One line per value that differs from the file's; one line for an optimizer Keras skipped."""
+    def problem(row: dict[str, Any]) -> str:
+        if row["difference"] is None:
+            return f"{row['path']!r} is not restored from the file's {row['key']!r}"
+        return f"{row['path']!r} differs from the file by {row['difference']:.1e}"
+
+    bad = [row for row in rows if row["difference"] is None or row["difference"] > 0]
+    optimizer = [row for row in bad if row.get("optimizer")]
+    lines = [f"{backend}: {problem(row)}" for row in bad if not row.get("optimizer")]
+    if optimizer:
+        total = sum(1 for row in rows if row.get("optimizer"))
+        lines.append(f"{backend}: the optimizer's state is not restored ({len(optimizer)} of its {total} values; "
+                     f"first: {problem(optimizer[0])}): Keras skips, with only a warning, an optimizer whose "
+                     "variables do not match the file's, e.g. a mixed-precision LossScaleOptimizer's in every "
+                     "backend (chapter 17); training on would restart it")
+    return lines
 
 
 def _compare(path: str, backends: list[str], results: list[dict[str, Any]], modules: Sequence[str],
-             atol: float) -> BackendReport:
+             atol: float, version: str = "") -> BackendReport:
     problems: list[str] = []
     report = BackendReport(path, atol=atol)
     reference: list[np.ndarray] | None = None
     for backend, result in zip(backends, results):
         if "failure" in result:
-            problems += _problems(backend, result, modules)
+            problems += _problems(backend, result, modules, version)
             continue
         rows = result["variables"]
-        for row in rows:
-            if row["difference"] is None:
-                problems.append(f"{backend}: {row['path']!r} is not restored from the file's {row['key']!r}")
-            elif row["difference"] > 0:
-                problems.append(f"{backend}: {row['path']!r} differs from the file by {row['difference']:.1e}")
+        problems += _value_problems(backend, rows)
         outputs = result["outputs"]
         if reference is None:
             reference = outputs
@@ -227,6 +294,8 @@ def _compare(path: str, backends: list[str], results: list[dict[str, Any]], modu
         report.rows.append(BackendRow(backend, len(rows), max(known, default=0.0), difference,
                                       sum(1 for row in rows if row.get("optimizer"))))
     if problems:
-        raise BackendMismatchError(path, problems, report)
+        nowhere = len(backends) > 1 and all("failure" in result for result in results)
+        raise BackendMismatchError(path, problems, report,
+                                   header="does not load in any backend" if nowhere else "does not cross backends")
     return report
 

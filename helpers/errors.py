@@ -633,8 +633,9 @@ class Keras2ExportError(ValueError):
 class BackendMismatchError(ValueError):
     """A ``.keras`` does not cross Keras backends (``backends.check_across_backends``).
 
-    One line per problem: a layer that fails to load or compute in a backend, with the reason
-    and the fix; a value that differs from the file's; outputs that differ between backends.
+    One line per problem: the first layer that fails to load or compute in a backend, with the
+    reason and the fix; a value that differs from the file's; outputs that differ between
+    backends. The header says "does not load in any backend" when every backend failed.
     ``report`` holds the backends that did load (a ``BackendReport``).
 
     Example:
@@ -646,11 +647,12 @@ class BackendMismatchError(ValueError):
           jax: layer 'scale' (TfScale) fails while loading: calls TensorFlow functions directly: use keras.ops
     """
 
-    def __init__(self, path: str | os.PathLike, problems: Iterable[str], report: Any = None) -> None:
+    def __init__(self, path: str | os.PathLike, problems: Iterable[str], report: Any = None,
+                 header: str = "does not cross backends") -> None:
         self.path = os.fspath(path)
         self.problems = list(problems)
         self.report = report
-        lines = [f"{self.path!r} does not cross backends:"] + [f"  {problem}" for problem in self.problems]
+        lines = [f"{self.path!r} {header}:"] + [f"  {problem}" for problem in self.problems]
         super().__init__("\n".join(lines))
 class QuantizedTwinError(StructureMismatchError):
     """Weights of a quantized model and a twin that is not quantized (or the reverse); names the route.

@@ -184,3 +184,138 @@ def test_backend_not_installed(files):
         check_across_backends(files / "tf_trained.keras", BATCH, backends=("tensorflow", "torch"))
     with pytest.raises(ValueError, match="at least one backend"):
         check_across_backends(files / "tf_trained.keras", BATCH, backends=())
+
+
+# --------------------------------------------------------------------------- review of chapter 16
+
+
+def _zip_bomb(path, member):
+    """A .keras-shaped archive whose ``member`` declares far more than it packs (the review's were 1.5 GB)."""
+    import zipfile
+
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("metadata.json", "{}")
+        big = b"[" + b" " * (16 << 20) + b"]" if member == "config.json" else b"\0" * (64 << 20)
+        archive.writestr(member, big)
+        archive.writestr("model.weights.h5" if member == "config.json" else "config.json", b"{}")
+
+
+@pytest.mark.parametrize("member", ["model.weights.h5", "config.json"])
+def test_zip_bomb_is_refused_before_any_process(tmp_path, monkeypatch, member):
+    """Review F1: the sizes are checked in this process, before a child reads the archive."""
+    from helpers import backends
+    from helpers.errors import ArchiveTooLargeError
+
+    path = tmp_path / "bomb.keras"
+    _zip_bomb(path, member)
+    monkeypatch.setattr(backends, "_run_child", lambda *args: pytest.fail("a process was started"))
+    with pytest.raises(ArchiveTooLargeError, match=member.replace(".", r"\.")):
+        check_across_backends(path, BATCH)
+
+
+def test_damaged_member_is_refused(tmp_path):
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
+    model.save(tmp_path / "m.keras")
+    data = bytearray((tmp_path / "m.keras").read_bytes())
+    start = data.index(b"model.weights.h5") + len("model.weights.h5") + 200  # inside the stored member
+    data[start] ^= 0xFF
+    (tmp_path / "bad.keras").write_bytes(bytes(data))
+    with pytest.raises(NotAKerasFileError, match="damaged zip archive"):
+        check_across_backends(tmp_path / "bad.keras", BATCH)
+
+
+@pytest.mark.parametrize("kwargs, error, message", [
+    ({"inputs": None}, ValueError, "inputs must be numeric arrays"),
+    ({"inputs": np.array(["a", "b"])}, ValueError, "inputs must be numeric arrays"),
+    ({"atol": -1}, ValueError, "atol must be a number >= 0"),
+    ({"atol": float("nan")}, ValueError, "atol must be a number >= 0"),
+    ({"path": 123}, TypeError, "must be a str or os.PathLike"),
+])
+def test_bad_arguments_are_named_before_any_process(tmp_path, monkeypatch, kwargs, error, message):
+    """Review F10."""
+    from helpers import backends
+
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
+    model.save(tmp_path / "m.keras")
+    monkeypatch.setattr(backends, "_run_child", lambda *args: pytest.fail("a process was started"))
+    arguments = {"path": tmp_path / "m.keras", "inputs": BATCH, **kwargs}
+    with pytest.raises(error, match=message):
+        check_across_backends(**arguments)
+
+
+def test_one_backend_as_a_string(tmp_path, monkeypatch):
+    """Review F10: backends="jax" means the JAX backend, not the backends 'j', 'a', 'x'."""
+    from helpers import backends
+
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
+    model.save(tmp_path / "m.keras")
+    asked = []
+    monkeypatch.setattr(backends, "_run_child", lambda backend, *args: asked.append(backend) or {
+        "backend": backend, "variables": [], "outputs": [np.zeros((5, 2), "float32")]})
+    report = check_across_backends(tmp_path / "m.keras", BATCH, backends="jax")
+    assert asked == ["jax"] and [row.backend for row in report.rows] == ["jax"]
+
+
+def _canned(monkeypatch, result):
+    from helpers import backends
+
+    monkeypatch.setattr(backends, "_run_child", lambda backend, *args: {"backend": backend, **result})
+
+
+def test_a_file_no_backend_loads_says_so(tmp_path, monkeypatch):
+    """Review F6: every backend failing is not a crossing problem; a Keras 2 file gets its route."""
+    import zipfile
+
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
+    model.save(tmp_path / "m.keras")
+    with zipfile.ZipFile(tmp_path / "m.keras") as source, zipfile.ZipFile(tmp_path / "old.keras", "w") as target:
+        for item in source.infolist():
+            data = source.read(item.filename)
+            target.writestr(item, b'{"keras_version": "2.15.0"}' if item.filename == "metadata.json" else data)
+    _canned(monkeypatch, {"failure": {"stage": "load", "kind": "other", "message": "TypeError: could not be "
+                                      "deserialized properly"}})
+    with pytest.raises(BackendMismatchError) as caught:
+        check_across_backends(tmp_path / "old.keras", BATCH)
+    text = str(caught.value)
+    assert "does not load in any backend" in text and "does not cross" not in text
+    assert "written by Keras 2.15.0" in text and "chapter 10" in text
+
+
+def test_a_lambda_file_names_safe_mode(tmp_path, monkeypatch):
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
+    model.save(tmp_path / "m.keras")
+    _canned(monkeypatch, {"failure": {"stage": "load", "kind": "other", "message": "ValueError: Requested the "
+                                      "deserialization of a `Lambda` layer whose `function` is a Python lambda. " * 3}})
+    with pytest.raises(BackendMismatchError, match="safe_mode=False only if you do"):
+        check_across_backends(tmp_path / "m.keras", BATCH, backends=("jax",))
+
+
+def test_a_skipped_optimizer_is_one_line(tmp_path, monkeypatch):
+    """Review F6: a LossScaleOptimizer skipped by Keras is named once, with the cause."""
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
+    model.save(tmp_path / "m.keras")
+    rows = [{"path": "d/kernel", "key": "d/vars/0", "difference": 0.0, "optimizer": False}] + [
+        {"path": f"adam/{i}", "key": f"adam/vars/{i}", "difference": 1.0, "optimizer": True} for i in range(16)]
+    _canned(monkeypatch, {"variables": rows, "outputs": [np.zeros((5, 2), "float32")]})
+    with pytest.raises(BackendMismatchError) as caught:
+        check_across_backends(tmp_path / "m.keras", BATCH, backends=("tensorflow",))
+    (problem,) = caught.value.problems
+    assert "the optimizer's state is not restored (16 of its 16 values" in problem
+    assert "LossScaleOptimizer" in problem and "chapter 17" in problem
+
+
+def test_an_optimizer_saved_before_training_is_not_a_loss(tmp_path):
+    """Review F5: compiled, never trained: the file holds iteration and learning rate; no false alarm."""
+    import zipfile
+
+    from helpers.backends_worker import compare_with_file
+
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2, name="d")])
+    model.compile(keras.optimizers.Adam(1e-2), "mse")
+    model.save(tmp_path / "untrained.keras")
+    loaded = keras.saving.load_model(tmp_path / "untrained.keras")
+    if not loaded.optimizer.built:
+        loaded.optimizer.build(loaded.trainable_variables)  # as training on would
+    with zipfile.ZipFile(tmp_path / "untrained.keras") as archive:
+        rows = compare_with_file(loaded, archive)
+    assert rows and all(row["difference"] == 0.0 for row in rows), rows

@@ -81,7 +81,8 @@ def test_unfinished_saves_only(tmp_path):
 
 def test_steps_are_numbers_and_complete_only(tmp_path):
     for name, complete in [("9", True), ("10", True), ("11", False), ("12.orbax-checkpoint-tmp-3", False)]:
-        (tmp_path / name).mkdir()
+        (tmp_path / name / "pytree").mkdir(parents=True)
+        (tmp_path / name / "pytree" / "manifest.ocdbt").write_bytes(b"x" * 64)
         if complete:
             (tmp_path / name / "_CHECKPOINT_METADATA").write_text(json.dumps({"item_handlers": {}}))
     assert orbax_steps(str(tmp_path)) == ([9, 10], ["12.orbax-checkpoint-tmp-3"])
@@ -95,3 +96,43 @@ def test_other_folders_are_not_taken(tmp_path):
     (tmp_path / "3").mkdir()  # a number, but no _CHECKPOINT_METADATA
     assert not looks_like_orbax(str(tmp_path))
     assert identify(str(tmp_path)).kind != "orbax-checkpoint"
+
+
+def _copy(written, tmp_path, name):
+    import shutil
+
+    target = tmp_path / name
+    shutil.copytree(written["full"], target)
+    return target
+
+
+def test_a_missing_model_config_is_not_believed(written, tmp_path):
+    """Review F7: the metadata's item_handlers name model_config; the folder no longer holds it."""
+    import shutil
+
+    folder = _copy(written, tmp_path, "nomodelcfg")
+    shutil.rmtree(folder / "2" / "model_config")
+    info = identify(str(folder))
+    assert info.holds["model configuration"] is False and "load_weights(path)" in info.how_to_load
+
+
+@pytest.mark.parametrize("damage, reason", [("pytree", "no pytree/ folder"), ("metadata", "not valid JSON")])
+def test_a_damaged_step_is_not_a_model(written, tmp_path, damage, reason):
+    import shutil
+
+    folder = _copy(written, tmp_path, damage)
+    if damage == "pytree":
+        shutil.rmtree(folder / "2" / "pytree")
+    else:
+        (folder / "2" / "_CHECKPOINT_METADATA").write_text("{not json")
+    info = identify(str(folder))
+    assert not info.is_model and reason in info.reason and "damaged" in info.reason
+
+
+def test_a_relative_step_folder_keeps_the_path_as_given(written, tmp_path, monkeypatch):
+    folder = _copy(written, tmp_path, "relative")
+    monkeypatch.chdir(tmp_path)
+    info = identify(os.path.join("relative", "2"))
+    assert info.how_to_load.startswith("path = 'relative'")
+    assert str(tmp_path) not in info.how_to_load
+    assert any("not the values themselves" in trap for trap in info.traps)

@@ -8,6 +8,7 @@ not right. Nothing here starts another process, so no check waits on one.
 from __future__ import annotations
 
 import contextlib
+import io
 import logging
 import os
 import tempfile
@@ -93,9 +94,15 @@ def check_variables_by_path(variables_by_path: Callable[[keras.Model], dict]) ->
     require(keys == set(expected), f"the keys should be exactly the {len(expected)} paths of the model's and its "
                                    f"optimizer's variables; extra: {sorted(keys - set(expected))[:3]}")
     for path, value in expected.items():
-        require(isinstance(got[path], np.ndarray) and got[path].shape == value.shape,
-                f"'{path}' should map to a NumPy array of shape {value.shape}, got {type(got[path]).__name__}")
-        require(np.array_equal(got[path], value), f"the value for '{path}' is not the variable's value")
+        item = got[path]
+        if isinstance(item, np.generic):  # `v.numpy()` of a scalar variable: a 0-d value, as good as an array
+            item = got[path] = np.asarray(item)
+        require(isinstance(item, np.ndarray) and item.shape == value.shape,
+                f"'{path}' should map to a NumPy array of shape {value.shape}, got {type(item).__name__}")
+        require(item.dtype == value.dtype,
+                Hint(f"'{path}' should keep the variable's dtype {value.dtype}, got {item.dtype}",
+                     "copy the values as they are, without casting", kind="dtype"))
+        require(np.array_equal(item, value), f"the value for '{path}' is not the variable's value")
     with _quiet():
         model.fit(x, y, epochs=1, batch_size=8, verbose=0)
     require(all(np.array_equal(got[path], value) for path, value in expected.items()),
@@ -117,22 +124,28 @@ def check_save_with_orbax(save_with_orbax: Callable[..., str]) -> str:
     with _in_temporary_folder() as here:
         model, x, y = _trained_model(7)
         before = int(model.optimizer.iterations)
-        with _quiet():
+        printed = io.StringIO()
+        with _quiet(), contextlib.redirect_stdout(printed):
             answer = save_with_orbax(model, x, y, "runs/first")
+        require(not printed.getvalue().strip(), Hint("train without output, as the exercise asks",
+                                                     "pass verbose=0 to fit", kind="verbose"))
         require(int(model.optimizer.iterations) == before + 3,
                 "train for exactly one epoch with batch size 8: 24 samples are 3 steps")
         require(isinstance(answer, str), f"return the folder's absolute path as a str, got {type(answer).__name__}")
         folder = os.path.join(here, "runs", "first")
         require(os.path.isabs(answer) and os.path.realpath(answer) == os.path.realpath(folder),
-                Hint("return the folder as an absolute path, the one Orbax must get (section 6)",
+                Hint("return the folder as an absolute path, the one Orbax must get (section 7)",
                      "return `os.path.abspath(folder)`", kind="absolute"))
-        require(os.path.isdir(folder), Hint("nothing was written to the folder: save during the fit (section 6)",
+        require(os.path.isdir(folder), Hint("nothing was written to the folder: save during the fit (section 7)",
                                             "pass callbacks=[keras.callbacks.OrbaxCheckpoint(...)] to fit",
                                             kind="no callback"))
         steps = sorted(os.listdir(folder))
         require(any(step.isdigit() for step in steps),
-                Hint("no complete step was written: Orbax needs an absolute path (section 6, the relative trap)",
+                Hint("no complete step was written: Orbax needs an absolute path (section 7, the relative trap)",
                      "pass `os.path.abspath(folder)` to `keras.callbacks.OrbaxCheckpoint`", kind="relative"))
+        require(any(os.path.exists(os.path.join(folder, step, "model_config")) for step in steps if step.isdigit()),
+                Hint("the steps hold weights only, no model to load: save the whole model",
+                     "leave save_weights_only at its default (False)", kind="weights only"))
         with _quiet():
             restored = keras.saving.load_model(folder)
         want, got = _values(model), _values(restored)
@@ -148,7 +161,7 @@ def check_save_with_orbax(save_with_orbax: Callable[..., str]) -> str:
             except Exception as error:  # noqa: BLE001: the hint names what was raised
                 raised = error
         require(isinstance(raised, FileExistsError),
-                Hint("an existing folder must be refused: a second run's steps mix with the first's (section 6)",
+                Hint("an existing folder must be refused: Orbax skips a second run's steps (section 7)",
                      "raise FileExistsError when `os.path.exists(folder)`, before training", kind="exists"))
         require(os.listdir("runs/second") == [] and int(model.optimizer.iterations) == before + 3,
                 "refuse an existing folder before training or writing anything")
@@ -159,10 +172,19 @@ def check_save_with_orbax(save_with_orbax: Callable[..., str]) -> str:
 
 
 def _step(root: str, name: str, complete: bool = True) -> None:
+    """A step folder; an unfinished one (``N.orbax-checkpoint-tmp...``) holds the metadata file too, as
+    Orbax writes it first; ``complete=False`` on a numbered folder leaves the file out."""
     os.makedirs(os.path.join(root, name, "pytree"))
-    if complete:
+    if complete or not name.isdigit():
         with open(os.path.join(root, name, "_CHECKPOINT_METADATA"), "w") as file:
             file.write("{}")
+
+
+def _newest_first(root: str) -> None:
+    """Give lower step numbers later modification times, so that time does not follow the numbers."""
+    names = sorted((n for n in os.listdir(root) if n.split(".")[0].isdigit()), key=lambda n: int(n.split(".")[0]))
+    for age, name in enumerate(names):
+        os.utime(os.path.join(root, name), (1_700_000_000 - age * 60, 1_700_000_000 - age * 60))
 
 
 def _snapshot(root: str) -> list[str]:
@@ -186,6 +208,7 @@ def check_latest_orbax_step(latest_orbax_step: Callable[[str], int | None]) -> s
             ("other", [("2", True), ("best", True)], ["8"], 2,
              Hint("only folders named by a number are steps: a file named '8' is not", "check the entry is a folder",
                   kind="other")),
+
             ("none", [("0.orbax-checkpoint-tmp-1", False)], [], None,
              Hint("with no complete step the answer is None", "return None when no step qualifies", kind="none")),
             ("empty", [], [], None,
@@ -199,6 +222,7 @@ def check_latest_orbax_step(latest_orbax_step: Callable[[str], int | None]) -> s
             for name in files:
                 with open(os.path.join(root, name), "w") as file:
                     file.write("x")
+            _newest_first(root)
             before = _snapshot(root)
             got = latest_orbax_step(root)
             require(_snapshot(root) == before, "do not change the folder: read it only")

@@ -88,7 +88,10 @@ def read_orbax_folder(folder: str) -> Identification:
     folder = folder.rstrip("/") or folder
     root, step_name = folder, None
     if os.path.isfile(os.path.join(folder, STEP_METADATA)):  # a step folder itself
-        root, step_name = os.path.dirname(os.path.abspath(folder)), os.path.basename(folder)
+        root = os.path.dirname(folder) or os.curdir  # the folder above, written as the user wrote the path
+        step_name = os.path.basename(folder)
+        if step_name in ("", os.curdir, os.pardir):
+            root, step_name = os.path.dirname(os.path.abspath(folder)), os.path.basename(os.path.abspath(folder))
     steps, unfinished = orbax_steps(root)
     if step_name is None and not steps:
         reason = "an Orbax folder with no complete step"
@@ -97,9 +100,16 @@ def read_orbax_folder(folder: str) -> Identification:
                        "relative path given to OrbaxCheckpoint ends this way")
         return not_model(folder, reason)
     latest = os.path.join(root, step_name if step_name is not None else str(steps[-1]))
-    handlers = (_json(os.path.join(latest, STEP_METADATA)) or {}).get("item_handlers") or {}
+    metadata = _json(os.path.join(latest, STEP_METADATA))
+    if not isinstance(metadata, dict):
+        return not_model(folder, f"an Orbax folder whose step {os.path.basename(latest)} is damaged: its "
+                                 f"{STEP_METADATA} is not valid JSON; load an earlier step or save again")
+    if not os.path.isdir(os.path.join(latest, "pytree")) or not os.listdir(os.path.join(latest, "pytree")):
+        return not_model(folder, f"an Orbax folder whose step {os.path.basename(latest)} is damaged: it has "
+                                 "no pytree/ folder (the values); load an earlier step or save again")
     groups, types = _groups(latest)
-    keras_written = "model_config" in handlers or os.path.isdir(os.path.join(latest, "model_config"))
+    # what is on disk, not what the metadata's item_handlers promise
+    keras_written = os.path.exists(os.path.join(latest, "model_config"))
     backend = ("JAX (values saved as jax.Array)" if types.get("jax.Array") else
                "not JAX (values saved as NumPy arrays: TensorFlow or PyTorch)" if types else "unknown")
     info = Identification(folder, "orbax-checkpoint",
@@ -116,6 +126,8 @@ def read_orbax_folder(folder: str) -> Identification:
     if step_name is not None:
         info.traps.append("this is one step of an Orbax folder: Keras loads the folder above it")
     info.traps.append("Orbax needs absolute paths when writing: prove a restore by outputs")
+    info.traps.append("identify reads the folder's layout and metadata, not the values themselves: "
+                      "damaged data files show only when loading")
     target = root
     if keras_written:
         info.how_to_load = loading_code(target, """
