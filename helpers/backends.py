@@ -193,7 +193,10 @@ def _problems(backend: str, result: dict[str, Any], modules: Sequence[str], vers
 def _run_child(backend: str, path: str, inputs_file: str, layout: dict, modules: list[str],
                timeout: float) -> dict[str, Any]:
     env = {"KERAS_BACKEND": backend, "TF_CPP_MIN_LOG_LEVEL": "3"}
-    return call_in_fresh_process(WORKER, path, inputs_file, layout, modules, env=env, timeout=timeout)
+    result = call_in_fresh_process(WORKER, path, inputs_file, layout, modules, env=env, timeout=timeout)
+    if "keras" in result and result["backend"] != backend:  # Keras ran: its own word, not the variable's
+        raise RuntimeError(f"asked for Keras's {backend!r} backend, the fresh process ran {result['backend']!r}")
+    return result
 
 
 def check_across_backends(path: str | os.PathLike, inputs: Any, backends: Iterable[str] = ("tensorflow", "jax"),

@@ -319,3 +319,14 @@ def test_an_optimizer_saved_before_training_is_not_a_loss(tmp_path):
     with zipfile.ZipFile(tmp_path / "untrained.keras") as archive:
         rows = compare_with_file(loaded, archive)
     assert rows and all(row["difference"] == 0.0 for row in rows), rows
+
+
+def test_a_process_that_runs_another_backend_than_asked_is_refused(monkeypatch):
+    # Keras's own answer is checked, not the environment variable: a fresh process on the wrong
+    # backend would otherwise report rows computed elsewhere.
+    import helpers.backends as backends
+
+    monkeypatch.setattr(backends, "call_in_fresh_process",
+                        lambda *args, **kwargs: {"backend": "tensorflow", "keras": "3.15.1"})
+    with pytest.raises(RuntimeError, match="asked for Keras's 'jax' backend, the fresh process ran 'tensorflow'"):
+        backends._run_child("jax", "m.keras", "inputs.npz", {}, [], 60)
