@@ -15,10 +15,13 @@ its own process. This module imports ``helpers.resume`` (down); ``helpers.resume
 as a string, the function a fresh process runs. It has no command line (the old
 ``python -m helpers.resume_worker`` protocol is gone): the only way in is ``run`` in a fresh process.
 
-Example:
+Example (in a fresh process, as the library calls it: a training run turns on TensorFlow's op
+determinism for its whole process):
     >>> import tempfile
+    >>> from helpers.fresh_process import call_in_fresh_process
     >>> with tempfile.TemporaryDirectory() as folder:
-    ...     run(["train", "--dir", folder, "--steps", "2", "--width", "4"])["step"]
+    ...     call_in_fresh_process("helpers.resume_worker:run",
+    ...                           ["train", "--dir", folder, "--steps", "2", "--width", "4"])["step"]
     2
 """
 

@@ -40,7 +40,10 @@ def test_every_manifest_entry_exists_and_is_complete(source: str) -> None:
             output = realfiles.expected_output(source, name)
             values = list(output.values()) if isinstance(output, dict) else [output]
             assert all(np.all(np.isfinite(v)) for v in values), name
-            assert any(np.abs(v).max() > 1e-3 for v in values), f"{name}: output near zero"
+            # A tiny KerasHub classifier with an untrained head answers logits of about 5e-4 (kerashub021):
+            # its users compare outputs relative to their size, and its token ids besides.
+            floor = 1e-4 if source == "kerashub021" else 1e-3
+            assert any(np.abs(v).max() > floor for v in values), f"{name}: output near zero"
         assert (DATA / source / "README.md").is_file()
 
 
