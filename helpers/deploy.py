@@ -342,9 +342,9 @@ def check_graph_def(graph_def: tf.compat.v1.GraphDef) -> GraphDefCheck:
     Example:
         >>> graph_def = tf.compat.v1.GraphDef()
         >>> graph_def.node.add(name="x", op="Placeholder").attr["dtype"].type = 1
-        >>> graph_def.node.add(name="tok", op="SentencepieceOp", input=["x"]) and None
+        >>> graph_def.node.add(name="tok", op="ExampleLibraryOp", input=["x"]) and None
         >>> check_graph_def(graph_def).library_trap
-        'needs ops from a library not imported here (SentencepieceOp): import it (e.g. tensorflow_text) first'
+        'needs ops from a library not imported here (ExampleLibraryOp): import it (e.g. tensorflow_text) first'
     """
     from google.protobuf.unknown_fields import UnknownFieldSet
     from tensorflow.python.framework import op_def_registry

@@ -102,12 +102,12 @@ def test_a_calculator_config_is_not_a_graph_def_in_identify_and_model_file_kind(
 
 
 def test_a_graph_that_needs_a_librarys_ops_says_so(tmp_path):
-    path = _graph_def(tmp_path, "text.pb", [("x", "Placeholder", []), ("tok", "SentencepieceOp", ["x"])])
+    path = _graph_def(tmp_path, "text.pb", [("x", "Placeholder", []), ("tok", "ExampleLibraryOp", ["x"])])
     info = identify(path)
     assert info.kind == "frozen-graph"
-    assert ("needs ops from a library not imported here (SentencepieceOp): import it (e.g. tensorflow_text) "
+    assert ("needs ops from a library not imported here (ExampleLibraryOp): import it (e.g. tensorflow_text) "
             "first") in info.traps
-    with pytest.raises(UnsupportedOpsError, match=r"needs ops from a library not imported here \(Sentence"):
+    with pytest.raises(UnsupportedOpsError, match=r"needs ops from a library not imported here \(ExampleLibrary"):
         deploy.model_file_kind(path)
     with pytest.raises(UnsupportedOpsError) as caught:
         deploy.load_frozen_graph(path, "x:0", "tok:0")

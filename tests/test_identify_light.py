@@ -195,11 +195,11 @@ def test_a_graph_with_an_op_outside_the_known_ones_is_read_with_tensorflow(tmp_p
 
     graph_def = tf.compat.v1.GraphDef()
     graph_def.node.add(name="x", op="Placeholder").attr["dtype"].type = 1
-    graph_def.node.add(name="tok", op="SentencepieceOp", input=["x"])
+    graph_def.node.add(name="tok", op="ExampleLibraryOp", input=["x"])
     (tmp_path / "library.pb").write_bytes(graph_def.SerializeToString())
     assert _light_nodes(str(tmp_path / "library.pb")) is None
     info = identify(tmp_path / "library.pb")
-    assert info.kind == "frozen-graph" and any("SentencepieceOp" in trap for trap in info.traps)
+    assert info.kind == "frozen-graph" and any("ExampleLibraryOp" in trap for trap in info.traps)
 
 
 # Damaged files (after the review of the identify package): bits flipped in a stored file, at

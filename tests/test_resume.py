@@ -602,7 +602,7 @@ def test_read_ahead_across_a_reshuffle_is_not_reproducible():
 
 # --------------------------------------------------------------------------- issue 35: chapter 11 faster
 
-from helpers.resume_worker import resume_without, run as run_worker_mode  # noqa: E402
+from helpers.resume_worker import resume_without  # noqa: E402
 
 
 def _same_state(first, second) -> bool:
@@ -646,7 +646,11 @@ def test_resume_without_on_reused_runs_equals_new_runs(tmp_path, leave_out):
 
 
 def test_worker_saves_every_n_steps(tmp_path):
-    report = run_worker_mode(["train", "--dir", tmp_path, "--steps", 7, "--width", 4, "--save-every", 3])
+    # In a fresh process, as the chapter runs it: training turns on op determinism for its whole process.
+    from helpers.fresh_process import call_in_fresh_process
+
+    report = call_in_fresh_process("helpers.resume_worker:run",
+                                   ["train", "--dir", str(tmp_path), "--steps", "7", "--width", "4", "--save-every", "3"])
     assert report["step"] == 7
     assert sorted(n for n in os.listdir(tmp_path) if n.endswith(".index")) == [
         "ckpt-3.index", "ckpt-6.index", "ckpt-7.index"]
