@@ -450,6 +450,9 @@ def test_dark_mode_follows_the_system_setting(site, server, sized):
                 f"{name} ({'dark' if dark else 'light'}): text below WCAG AA contrast 4.5: {worst}"
     _viewport(sized, PHONE, dark=True)
     sized.get(server + f"{CHAPTER}.html")
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    WebDriverWait(sized, 60).until(lambda b: b.find_elements("css selector", "details.course-solution"))
     sized.execute_script("document.querySelector('details.course-solution').open = true;"
                          "document.querySelector('details.course-solution').scrollIntoView();")
     _screenshot(sized, f"dark-phone-{CHAPTER}-solution")
