@@ -13,7 +13,9 @@ How a process starts (the standard library's ``multiprocessing``, nothing hand-w
 * elsewhere (macOS's system libraries are not fork-safe after TensorFlow's import, Windows has
   no fork), with ``COURSE_WORKERS=spawn``, or whenever ``env=`` is given (``KERAS_BACKEND``
   is read when Keras is imported, which the server did under the environment it had when it
-  started): ``"spawn"``, a new interpreter that pays the imports itself.
+  started), or once a variable TensorFlow or Keras reads at import (``READ_AT_IMPORT``:
+  oneDNN, the backend, legacy Keras, visible GPUs) differs from the server's start:
+  ``"spawn"``, a new interpreter that pays the imports itself.
 
 Either way the child runs in this process's working folder, with this process's ``sys.path``
 (the working folder first) and environment variables, and imports modules written after the
@@ -61,10 +63,15 @@ PRELOAD = ["numpy", "tensorflow", "keras", "helpers.fresh_process"]
 # Only the log level: TF_ENABLE_ONEDNN_OPTS changes results in the last float bits, so a child
 # gets this process's value (or TensorFlow's default), never one chosen here.
 SERVER_DEFAULTS = {"TF_CPP_MIN_LOG_LEVEL": "3"}
+# Read once, when TensorFlow or Keras loads (in the server, at its start) and able to change a
+# child's results: a call made while one of them differs from the server's start gets a new
+# interpreter instead of a fork that would silently keep the server's value.
+READ_AT_IMPORT = ("TF_ENABLE_ONEDNN_OPTS", "KERAS_BACKEND", "TF_USE_LEGACY_KERAS", "CUDA_VISIBLE_DEVICES")
 TRACEBACK_LINES = 12
 # os.environ, sys.modules["__main__"] and file descriptor 2 are swapped while a process starts and
 # restored after: one start at a time, or overlapping starts (threads) restore each other's values.
 _START_LOCK = threading.Lock()
+_server_started_with: dict[str, str | None] | None = None  # READ_AT_IMPORT when the server started
 
 # The server forks before any TensorFlow runtime exists, which is what makes forking safe; Python
 # 3.12+ still warns at each fork of a process with threads. This module is preloaded in the server.
@@ -103,11 +110,44 @@ def _context(env: Mapping[str, str] | None) -> multiprocessing.context.BaseConte
         >>> _context({"KERAS_BACKEND": os.environ.get("KERAS_BACKEND", "tensorflow")}).get_start_method()
         'spawn'
     """
-    if not fork_workers() or env is not None:
+    if not fork_workers() or env is not None or not _server_matches():
         return multiprocessing.get_context("spawn")
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(PRELOAD)
     return context
+
+
+def _read_at_import() -> dict[str, str | None]:
+    """This process's values of the ``READ_AT_IMPORT`` variables (None where unset)."""
+    return {name: os.environ.get(name) for name in READ_AT_IMPORT}
+
+
+def _server_matches() -> bool:
+    """Whether a child forked from the server would load as a new interpreter started now would.
+
+    The server read ``READ_AT_IMPORT`` when it imported TensorFlow and Keras; a child keeps
+    what they made of them, whatever its environment says. False once one of them changed here.
+
+    Example:
+        >>> _server_matches()  # no server yet, or one started with this environment
+        True
+    """
+    return _server_started_with is None or _server_started_with == _read_at_import()
+
+
+def _ensure_server() -> None:
+    """Start the fork server if it is not running (called with ``_START_LOCK`` held)."""
+    global _server_started_with
+    if _server_started_with is None:
+        _server_started_with = _read_at_import()
+    # a server that died is started again with the values the first one had
+    with _environment({**SERVER_DEFAULTS, **os.environ, **_present(_server_started_with)}), _starting():
+        multiprocessing.forkserver.ensure_running()
+
+
+def _present(values: Mapping[str, str | None]) -> dict[str, str]:
+    """``values`` without the unset ones."""
+    return {name: value for name, value in values.items() if value is not None}
 
 
 @contextmanager
@@ -174,9 +214,10 @@ def warm_up() -> None:
     """
     if not fork_workers():
         return
-    _context(None)
-    with _START_LOCK, _environment({**SERVER_DEFAULTS, **os.environ}), _starting():
-        multiprocessing.forkserver.ensure_running()
+    if _context(None).get_start_method() != "forkserver":
+        return
+    with _START_LOCK:
+        _ensure_server()
 
 
 def _die_with_parent() -> None:
@@ -286,9 +327,9 @@ class FreshProcess:
             setting = {"cwd": os.getcwd(), "path": list(sys.path), "environ": {**os.environ, **(env or {})}}
             self._process = context.Process(target=_child, args=(child_end, setting, function, args, kwargs),
                                             daemon=True, name=f"fresh:{function}")
+            if isinstance(context, multiprocessing.context.ForkServerContext):
+                _ensure_server()
             with _environment({**SERVER_DEFAULTS, **os.environ, **(env or {})}), _starting():
-                if isinstance(context, multiprocessing.context.ForkServerContext):
-                    multiprocessing.forkserver.ensure_running()
                 self._process.start()
         child_end.close()  # ours: so that the pipe ends when the child does
         self.pid: int = self._process.pid
