@@ -65,18 +65,39 @@ def check_python() -> str:
     return f"Python {sys.version.split()[0]} (the course supports 3.11, 3.12 and 3.13)"
 
 
-def check_packages() -> str:
+def pinned_versions(expected: dict[str, str], missing: str, wrong: str) -> dict[str, str]:
+    """The installed version of each package in ``expected``, which must be the one it gives.
+
+    ``NotReady`` otherwise, with ``missing`` (for a package not installed) or ``wrong`` (for another
+    version) filled in: ``{package}``, ``{installed}``, ``{expected}``.
+
+    Example:
+        >>> pinned_versions({"numpy": "0.1"}, "{package} is missing", "{package} {installed} is not {expected}")
+        Traceback (most recent call last):
+        ...
+        helpers.preflight.NotReady: numpy ... is not 0.1
+        >>> pinned_versions({"no-such-package": "1.0"}, "{package} is missing", "")
+        Traceback (most recent call last):
+        ...
+        helpers.preflight.NotReady: no-such-package is missing
+    """
     from importlib.metadata import PackageNotFoundError, version
 
     found = {}
-    for package, expected in EXPECTED.items():
+    for package, pinned in expected.items():
         try:
             found[package] = version(package)
         except PackageNotFoundError:
-            raise NotReady(f"{package} is not installed: run `make setup` in the course folder") from None
-        if found[package] != expected:
-            raise NotReady(f"{package} {found[package]} is installed, the course is written for {expected}: "
-                           "run `make setup` (it installs requirements.lock)")
+            raise NotReady(missing.format(package=package)) from None
+        if found[package] != pinned:
+            raise NotReady(wrong.format(package=package, installed=found[package], expected=pinned))
+    return found
+
+
+def check_packages() -> str:
+    found = pinned_versions(EXPECTED, "{package} is not installed: run `make setup` in the course folder",
+                            "{package} {installed} is installed, the course is written for {expected}: "
+                            "run `make setup` (it installs requirements.lock)")
     return ", ".join(f"{name} {found[name]}" for name in EXPECTED)
 
 
@@ -149,21 +170,14 @@ def check_in_own_process(backend: str) -> str:
     """
     import os
     import subprocess
-    from importlib.metadata import PackageNotFoundError, version
 
     if backend not in OWN_PROCESS_CHECKS:
         known = ", ".join(OWN_PROCESS_CHECKS)
         raise ValueError(f"no check of {backend!r} in a process of its own; known: {known}")
     check = OWN_PROCESS_CHECKS[backend]
-    found = {}
-    for package, expected in check.packages.items():
-        try:
-            found[package] = version(package)
-        except PackageNotFoundError:
-            raise NotReady(f"{package} ({check.named}) is not installed: run `make setup`") from None
-        if found[package] != expected:
-            raise NotReady(f"{package} {found[package]} is installed, {check.chapter} is written for {expected}: "
-                           "run `make setup`")
+    found = pinned_versions(check.packages, f"{{package}} ({check.named}) is not installed: run `make setup`",
+                            f"{{package}} {{installed}} is installed, {check.chapter} is written for {{expected}}: "
+                            "run `make setup`")
     environment = {**os.environ, **check.environment, "TF_CPP_MIN_LOG_LEVEL": "3"}
     with tempfile.TemporaryDirectory() as folder:
         result = subprocess.run([sys.executable, "-c", check.code()], capture_output=True, text=True,
