@@ -10,7 +10,7 @@ first one that fails there, the reason and the fix (fix it and run the check aga
 
 The children run ``helpers.backends_worker.reload_in_backend`` through
 ``helpers.fresh_process.call_in_fresh_process`` (named by a string: this module never imports
-the worker); both pack the inputs with ``helpers.packed_inputs``.
+the worker); this side packs the inputs and the worker unpacks them, both with ``helpers.packed_inputs``.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Does LiteRT run this ``.tflite``? Its interpreter built and its tensors allocated, without TensorFlow.
+"""Does LiteRT accept this ``.tflite``? Its interpreter built and its tensors allocated, without TensorFlow.
 
 The one check behind ``helpers.deploy.model_file_kind`` (chapter 14) and ``helpers.identify``'s
 reader of ``.tflite`` files: a flatbuffer that does not verify, or whose tensors do not allocate,

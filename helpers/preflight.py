@@ -65,11 +65,11 @@ def check_python() -> str:
     return f"Python {sys.version.split()[0]} (the course supports 3.11, 3.12 and 3.13)"
 
 
-def pinned_versions(expected: dict[str, str], missing: str, wrong: str) -> dict[str, str]:
+def pinned_versions(expected: dict[str, str], missing_message: str, wrong_message: str) -> dict[str, str]:
     """The installed version of each package in ``expected``, which must be the one it gives.
 
-    ``NotReady`` otherwise, with ``missing`` (for a package not installed) or ``wrong`` (for another
-    version) filled in: ``{package}``, ``{installed}``, ``{expected}``.
+    ``NotReady`` otherwise, with ``missing_message`` (for a package not installed) or
+    ``wrong_message`` (for another version) filled in: ``{package}``, ``{installed}``, ``{expected}``.
 
     Example:
         >>> pinned_versions({"numpy": "0.1"}, "{package} is missing", "{package} {installed} is not {expected}")
@@ -88,9 +88,9 @@ def pinned_versions(expected: dict[str, str], missing: str, wrong: str) -> dict[
         try:
             found[package] = version(package)
         except PackageNotFoundError:
-            raise NotReady(missing.format(package=package)) from None
+            raise NotReady(missing_message.format(package=package)) from None
         if found[package] != pinned:
-            raise NotReady(wrong.format(package=package, installed=found[package], expected=pinned))
+            raise NotReady(wrong_message.format(package=package, installed=found[package], expected=pinned))
     return found
 
 
@@ -132,11 +132,11 @@ def check_keras_round_trip() -> str:
 
 @dataclass(frozen=True)
 class OwnProcessCheck:
-    """What ``check_in_own_process`` needs for one backend: its packages, its process and its words."""
+    """What ``check_in_own_process`` needs for one check: its packages, its process and its words."""
 
-    packages: dict[str, str]  # package -> the version the course is written for; the first is named when done
+    packages: Callable[[], dict[str, str]]  # package -> pinned version, read when the check runs; the first is named when done
     chapter: str
-    named: str  # in brackets after the name of a package that is missing
+    missing_note: str  # in brackets after the name of a package that is missing
     environment: dict[str, str]
     code: Callable[[], str]  # read when the check runs (tests replace the code)
     failure: str
@@ -145,20 +145,20 @@ class OwnProcessCheck:
 
 OWN_PROCESS_CHECKS = {
     "keras2": OwnProcessCheck(
-        {"tf-keras": EXPECTED_KERAS2}, "chapter 10", "Keras 2, for chapter 10", {"TF_USE_LEGACY_KERAS": "1"},
+        lambda: {"tf-keras": EXPECTED_KERAS2}, "chapter 10", "Keras 2, for chapter 10", {"TF_USE_LEGACY_KERAS": "1"},
         lambda: _KERAS2_CODE, "Keras 2 (tf-keras) fails in a process of its own",
         "tf-keras {version} (Keras 2) saves and loads an .h5 model in a process of its own"),
     "jax": OwnProcessCheck(
-        EXPECTED_JAX, "chapter 16", "chapter 16", {"KERAS_BACKEND": "jax"},
+        lambda: EXPECTED_JAX, "chapter 16", "chapter 16", {"KERAS_BACKEND": "jax"},
         lambda: _JAX_CODE, "Keras does not start with the JAX backend",
         "Keras starts with the JAX backend (jax {version}) and trains, in a process of its own"),
 }
 
 
-def check_in_own_process(backend: str) -> str:
-    """The pinned packages of ``backend`` (a key of ``OWN_PROCESS_CHECKS``), then its code in a process of its own.
+def check_in_own_process(name: str) -> str:
+    """The pinned packages of check ``name`` (a key of ``OWN_PROCESS_CHECKS``), then its code in a process of its own.
 
-    The process runs in a temporary folder, removed afterwards, with the backend's variables set
+    The process runs in a temporary folder, removed afterwards, with the check's variables set
     (``TF_USE_LEGACY_KERAS=1``, ``KERAS_BACKEND=jax``): they take effect only at Keras's first import.
     ``NotReady`` says what is missing or how the process failed (its last line of error).
 
@@ -171,11 +171,12 @@ def check_in_own_process(backend: str) -> str:
     import os
     import subprocess
 
-    if backend not in OWN_PROCESS_CHECKS:
+    if name not in OWN_PROCESS_CHECKS:
         known = ", ".join(OWN_PROCESS_CHECKS)
-        raise ValueError(f"no check of {backend!r} in a process of its own; known: {known}")
-    check = OWN_PROCESS_CHECKS[backend]
-    found = pinned_versions(check.packages, f"{{package}} ({check.named}) is not installed: run `make setup`",
+        raise ValueError(f"no check of {name!r} in a process of its own; known: {known}")
+    check = OWN_PROCESS_CHECKS[name]
+    packages = check.packages()
+    found = pinned_versions(packages, f"{{package}} ({check.missing_note}) is not installed: run `make setup`",
                             f"{{package}} {{installed}} is installed, {check.chapter} is written for {{expected}}: "
                             "run `make setup`")
     environment = {**os.environ, **check.environment, "TF_CPP_MIN_LOG_LEVEL": "3"}
@@ -185,7 +186,8 @@ def check_in_own_process(backend: str) -> str:
     if result.returncode != 0:
         last = (result.stderr.strip().splitlines() or ["no error message"])[-1]
         raise NotReady(f"{check.failure}: {last}")
-    return check.done.format(version=next(iter(found.values())))
+    first = next(iter(packages))
+    return check.done.format(version=found[first])
 
 
 def check_keras2() -> str:
