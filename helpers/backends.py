@@ -9,8 +9,8 @@ backends. When a layer cannot be loaded or run in a backend, ``BackendMismatchEr
 first one that fails there, the reason and the fix (fix it and run the check again).
 
 The children run ``helpers.backends_worker.reload_in_backend`` through
-``helpers.fresh_process.call_in_fresh_process`` (named by a string: the worker imports this
-module, never the reverse).
+``helpers.fresh_process.call_in_fresh_process`` (named by a string: this module never imports
+the worker); this side packs the inputs and the worker unpacks them, both with ``helpers.packed_inputs``.
 """
 
 from __future__ import annotations
@@ -32,9 +32,9 @@ import numpy as np
 from helpers.errors import BackendMismatchError, NotAKerasFileError
 from helpers.files import check_archive_sizes, path_text
 from helpers.fresh_process import call_in_fresh_process
+from helpers.packed_inputs import pack_inputs
 
-__all__ = ["BackendMismatchError", "BackendReport", "BackendRow", "backend_available", "check_across_backends",
-           "pack_inputs", "unpack_inputs"]
+__all__ = ["BackendMismatchError", "BackendReport", "BackendRow", "backend_available", "check_across_backends"]
 
 WORKER = "helpers.backends_worker:reload_in_backend"
 PACKAGE = {"tensorflow": "tensorflow", "jax": "jax", "torch": "torch", "numpy": "numpy"}
@@ -73,47 +73,6 @@ class BackendReport:
             stored = "0" if row.variable_difference == 0 else f"{row.variable_difference:.1e}"
             lines.append(f"{row.backend:<11} {row.variables:>9} {row.optimizer_variables:>17} {stored:>19} {verdict:>22}")
         return "\n".join(lines)
-
-
-def pack_inputs(inputs: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-    """``inputs`` (an array, a list or tuple of arrays, or a dict of them) as named arrays and a layout.
-
-    Example:
-        >>> layout, arrays = pack_inputs({"a": [1.0], "b": [2.0]})
-        >>> unpack_inputs(layout, arrays)["b"]
-        array([2.])
-    """
-    if isinstance(inputs, dict):
-        keys = [str(key) for key in inputs]
-        return {"kind": "dict", "keys": keys}, {f"x{i}": _numeric(inputs[k]) for i, k in enumerate(inputs)}
-    if isinstance(inputs, (list, tuple)):
-        return {"kind": "list", "count": len(inputs)}, {f"x{i}": _numeric(v) for i, v in enumerate(inputs)}
-    return {"kind": "array"}, {"x0": _numeric(inputs)}
-
-
-def _numeric(value: Any) -> np.ndarray:
-    """``value`` as a numeric NumPy array; ``ValueError`` for None, strings or objects.
-
-    Example:
-        >>> _numeric(None)
-        Traceback (most recent call last):
-        ...
-        ValueError: inputs must be numeric arrays (the model's inputs), got None
-    """
-    array = np.asarray(value) if value is not None else None
-    if array is None or array.dtype.kind not in "biuf":
-        shown = "None" if value is None else f"an array of {array.dtype}"  # type: ignore[union-attr]
-        raise ValueError(f"inputs must be numeric arrays (the model's inputs), got {shown}")
-    return array
-
-
-def unpack_inputs(layout: dict[str, Any], arrays: Any) -> Any:
-    """The inverse of ``pack_inputs``."""
-    if layout["kind"] == "dict":
-        return {key: arrays[f"x{i}"] for i, key in enumerate(layout["keys"])}
-    if layout["kind"] == "list":
-        return [arrays[f"x{i}"] for i in range(layout["count"])]
-    return arrays["x0"]
 
 
 def backend_available(backend: str) -> bool:
@@ -242,7 +201,7 @@ def check_across_backends(path: str | os.PathLike, inputs: Any, backends: Iterab
             raise ValueError(f"the {backend!r} backend is not installed in this environment "
                              f"(installed here: {[b for b in PACKAGE if backend_available(b)]})")
     modules = list(modules or [])
-    layout, arrays = pack_inputs(inputs)
+    layout, arrays = pack_inputs(inputs, numeric=True)
     with tempfile.TemporaryDirectory(prefix="backends-") as folder:
         inputs_file = os.path.join(folder, "inputs.npz")
         np.savez(inputs_file, **arrays)

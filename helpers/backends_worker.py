@@ -220,7 +220,7 @@ def reload_in_backend(path: str, inputs_file: str, layout: dict[str, Any], modul
     import keras
     import numpy as np
 
-    from helpers.backends import unpack_inputs
+    from helpers.packed_inputs import unpack_inputs
 
     keras.config.disable_traceback_filtering()
     result.update(backend=keras.backend.backend(), keras=keras.__version__)

@@ -51,9 +51,9 @@ from helpers.errors import (
     WouldOverwriteError,
 )
 from helpers.files import glob_safe_folder, path_text, refuse_existing
+from helpers.litert_check import litert_interpreter, refuse_litert_ops
 from helpers.model_ops import (
-    ONNX_DOMAIN_ROUTE, ONNX_ROUTE, UnsupportedOpsError, litert_ops_text, litert_route, onnx_not_implemented,
-    onnx_op_unregistered, tflite_ops_needed)
+    ONNX_DOMAIN_ROUTE, ONNX_ROUTE, UnsupportedOpsError, onnx_not_implemented, onnx_op_unregistered)
 
 __all__ = [
     "FreezeError",
@@ -530,7 +530,7 @@ def model_file_kind(path: str | os.PathLike) -> str:
     with open(text, "rb") as file:
         data = file.read()
     if data[4:8] == b"TFL3":
-        _litert_interpreter(text, data)
+        litert_interpreter(text, data, quiet=quietly)
         return KINDS[2]
     if _is_onnx(data):
         return KINDS[3]
@@ -545,54 +545,6 @@ def model_file_kind(path: str | os.PathLike) -> str:
         return KINDS[1]
     raise NotAModelFileError(text, f"not a kind this recipe runs (known kinds: {', '.join(KINDS)}); "
                                    "a truncated or damaged .pb or .onnx that no longer parses reads as none")
-
-
-# LiteRT's words when a file verifies but needs ops it has no kernel for (anything else: damaged).
-_OPS_MESSAGE = re.compile(r"Select TensorFlow op|Flex delegate|unresolved custom op")
-
-
-def _litert_interpreter(path: str, data: bytes) -> Any:
-    """LiteRT's interpreter for ``data``, its tensors allocated; a damaged file raises ``NotAModelFileError``.
-
-    The constructor verifies the flatbuffer: a failure there is damage, whatever ops
-    the file names. Only a failure of ``allocate_tensors`` whose message is about
-    ops raises ``UnsupportedOpsError``.
-    """
-    from ai_edge_litert.interpreter import Interpreter
-
-    try:
-        with quietly():
-            interpreter = Interpreter(model_content=data)
-    except (ValueError, RuntimeError) as error:  # "not a valid Flatbuffer buffer", schema version
-        raise NotAModelFileError(path, "a LiteRT file that does not verify (truncated or damaged): "
-                                       f"{str(error).splitlines()[0]}") from None
-    try:
-        with quietly():
-            interpreter.allocate_tensors()
-    except (ValueError, RuntimeError) as error:  # missing kernels, bad tensor indices
-        _refuse_litert_ops(path, data, str(error))
-        raise NotAModelFileError(path, "a LiteRT file whose tensors do not allocate (damaged?): "
-                                       f"{str(error).splitlines()[0]}") from None
-    return interpreter
-
-
-_UNRESOLVED = re.compile(r"unresolved custom op: (\S+?)\.?(?:\s|$)")
-
-
-def _refuse_litert_ops(path: str, data: bytes, message: str) -> None:
-    """Raise ``UnsupportedOpsError`` if LiteRT's ``message`` is about ops the verified ``data`` names."""
-    if not _OPS_MESSAGE.search(message):
-        return
-    try:
-        ops = tflite_ops_needed(data)
-    except ValueError:  # the flatbuffer itself is damaged
-        return
-    unresolved = set(_UNRESOLVED.findall(message))
-    if unresolved:  # LiteRT's default resolver registers some custom ops: name only those it lacks
-        ops = [op for op in ops if op.startswith("Flex") or op in unresolved] or sorted(unresolved)
-    if ops:
-        raise UnsupportedOpsError(path, litert_ops_text(ops), litert_route(ops),
-                                  what="a LiteRT file that verifies") from None
 
 
 def _parsed_graph_def(data: bytes) -> tf.compat.v1.GraphDef | None:
@@ -635,7 +587,7 @@ def _runner(path: str, kind: str, batch: np.ndarray) -> Callable[[], np.ndarray]
         return lambda: function(batch)
     if kind == KINDS[2]:
         with open(path, "rb") as file:
-            interpreter = _litert_interpreter(path, file.read())
+            interpreter = litert_interpreter(path, file.read(), quiet=quietly)
         details = interpreter.get_input_details()
         if len(details) != 1:
             raise StructureMismatchError(f"{path!r} takes {len(details)} inputs; compare_runtimes runs one")
@@ -780,7 +732,7 @@ def compare_runtimes(model: Any, inputs: Any, files: Sequence[str | os.PathLike]
             if kind != KINDS[2]:
                 raise
             with open(path, "rb") as file:
-                _refuse_litert_ops(path, file.read(), str(error))
+                refuse_litert_ops(path, file.read(), str(error))
             raise NotAModelFileError(path, "a LiteRT file that fails to run (damaged?): "
                                            f"{str(error).splitlines()[0]}") from None
         if got.shape != expected.shape:

@@ -21,6 +21,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 SUPPORTED_PYTHONS = ((3, 11), (3, 12), (3, 13))
@@ -64,18 +65,39 @@ def check_python() -> str:
     return f"Python {sys.version.split()[0]} (the course supports 3.11, 3.12 and 3.13)"
 
 
-def check_packages() -> str:
+def pinned_versions(expected: dict[str, str], missing_message: str, wrong_message: str) -> dict[str, str]:
+    """The installed version of each package in ``expected``, which must be the one it gives.
+
+    ``NotReady`` otherwise, with ``missing_message`` (for a package not installed) or
+    ``wrong_message`` (for another version) filled in: ``{package}``, ``{installed}``, ``{expected}``.
+
+    Example:
+        >>> pinned_versions({"numpy": "0.1"}, "{package} is missing", "{package} {installed} is not {expected}")
+        Traceback (most recent call last):
+        ...
+        helpers.preflight.NotReady: numpy ... is not 0.1
+        >>> pinned_versions({"no-such-package": "1.0"}, "{package} is missing", "")
+        Traceback (most recent call last):
+        ...
+        helpers.preflight.NotReady: no-such-package is missing
+    """
     from importlib.metadata import PackageNotFoundError, version
 
     found = {}
-    for package, expected in EXPECTED.items():
+    for package, pinned in expected.items():
         try:
             found[package] = version(package)
         except PackageNotFoundError:
-            raise NotReady(f"{package} is not installed: run `make setup` in the course folder") from None
-        if found[package] != expected:
-            raise NotReady(f"{package} {found[package]} is installed, the course is written for {expected}: "
-                           "run `make setup` (it installs requirements.lock)")
+            raise NotReady(missing_message.format(package=package)) from None
+        if found[package] != pinned:
+            raise NotReady(wrong_message.format(package=package, installed=found[package], expected=pinned))
+    return found
+
+
+def check_packages() -> str:
+    found = pinned_versions(EXPECTED, "{package} is not installed: run `make setup` in the course folder",
+                            "{package} {installed} is installed, the course is written for {expected}: "
+                            "run `make setup` (it installs requirements.lock)")
     return ", ".join(f"{name} {found[name]}" for name in EXPECTED)
 
 
@@ -108,51 +130,74 @@ def check_keras_round_trip() -> str:
     return "Keras 3 saves and loads a .keras model"
 
 
-def check_keras2() -> str:
-    """tf-keras (Keras 2) saves and loads an .h5 model in a subprocess with TF_USE_LEGACY_KERAS=1."""
+@dataclass(frozen=True)
+class OwnProcessCheck:
+    """What ``check_in_own_process`` needs for one check: its packages, its process and its words."""
+
+    packages: Callable[[], dict[str, str]]  # package -> pinned version, read when the check runs; the first is named when done
+    chapter: str
+    missing_note: str  # in brackets after the name of a package that is missing
+    environment: dict[str, str]
+    code: Callable[[], str]  # read when the check runs (tests replace the code)
+    failure: str
+    done: str  # with {version}: the first package's version
+
+
+OWN_PROCESS_CHECKS = {
+    "keras2": OwnProcessCheck(
+        lambda: {"tf-keras": EXPECTED_KERAS2}, "chapter 10", "Keras 2, for chapter 10", {"TF_USE_LEGACY_KERAS": "1"},
+        lambda: _KERAS2_CODE, "Keras 2 (tf-keras) fails in a process of its own",
+        "tf-keras {version} (Keras 2) saves and loads an .h5 model in a process of its own"),
+    "jax": OwnProcessCheck(
+        lambda: EXPECTED_JAX, "chapter 16", "chapter 16", {"KERAS_BACKEND": "jax"},
+        lambda: _JAX_CODE, "Keras does not start with the JAX backend",
+        "Keras starts with the JAX backend (jax {version}) and trains, in a process of its own"),
+}
+
+
+def check_in_own_process(name: str) -> str:
+    """The pinned packages of check ``name`` (a key of ``OWN_PROCESS_CHECKS``), then its code in a process of its own.
+
+    The process runs in a temporary folder, removed afterwards, with the check's variables set
+    (``TF_USE_LEGACY_KERAS=1``, ``KERAS_BACKEND=jax``): they take effect only at Keras's first import.
+    ``NotReady`` says what is missing or how the process failed (its last line of error).
+
+    Example:
+        >>> check_in_own_process("torch")
+        Traceback (most recent call last):
+        ...
+        ValueError: no check of 'torch' in a process of its own; known: keras2, jax
+    """
     import os
     import subprocess
-    from importlib.metadata import PackageNotFoundError, version
 
-    try:
-        installed = version("tf-keras")
-    except PackageNotFoundError:
-        raise NotReady("tf-keras (Keras 2, for chapter 10) is not installed: run `make setup`") from None
-    if installed != EXPECTED_KERAS2:
-        raise NotReady(f"tf-keras {installed} is installed, chapter 10 is written for {EXPECTED_KERAS2}: "
-                       "run `make setup`")
-    environment = {**os.environ, "TF_USE_LEGACY_KERAS": "1", "TF_CPP_MIN_LOG_LEVEL": "3"}
+    if name not in OWN_PROCESS_CHECKS:
+        known = ", ".join(OWN_PROCESS_CHECKS)
+        raise ValueError(f"no check of {name!r} in a process of its own; known: {known}")
+    check = OWN_PROCESS_CHECKS[name]
+    packages = check.packages()
+    found = pinned_versions(packages, f"{{package}} ({check.missing_note}) is not installed: run `make setup`",
+                            f"{{package}} {{installed}} is installed, {check.chapter} is written for {{expected}}: "
+                            "run `make setup`")
+    environment = {**os.environ, **check.environment, "TF_CPP_MIN_LOG_LEVEL": "3"}
     with tempfile.TemporaryDirectory() as folder:
-        result = subprocess.run([sys.executable, "-c", _KERAS2_CODE], capture_output=True, text=True,
+        result = subprocess.run([sys.executable, "-c", check.code()], capture_output=True, text=True,
                                 env=environment, cwd=folder, timeout=300)
     if result.returncode != 0:
         last = (result.stderr.strip().splitlines() or ["no error message"])[-1]
-        raise NotReady(f"Keras 2 (tf-keras) fails in a process of its own: {last}")
-    return f"tf-keras {installed} (Keras 2) saves and loads an .h5 model in a process of its own"
+        raise NotReady(f"{check.failure}: {last}")
+    first = next(iter(packages))
+    return check.done.format(version=found[first])
+
+
+def check_keras2() -> str:
+    """tf-keras (Keras 2) saves and loads an .h5 model in a subprocess with TF_USE_LEGACY_KERAS=1."""
+    return check_in_own_process("keras2")
 
 
 def check_jax() -> str:
     """Keras starts with the JAX backend (chapter 16) in a subprocess with KERAS_BACKEND=jax."""
-    import os
-    import subprocess
-    from importlib.metadata import PackageNotFoundError, version
-
-    for package, expected in EXPECTED_JAX.items():
-        try:
-            installed = version(package)
-        except PackageNotFoundError:
-            raise NotReady(f"{package} (chapter 16) is not installed: run `make setup`") from None
-        if installed != expected:
-            raise NotReady(f"{package} {installed} is installed, chapter 16 is written for {expected}: "
-                           "run `make setup`")
-    environment = {**os.environ, "KERAS_BACKEND": "jax", "TF_CPP_MIN_LOG_LEVEL": "3"}
-    with tempfile.TemporaryDirectory() as folder:
-        result = subprocess.run([sys.executable, "-c", _JAX_CODE], capture_output=True, text=True,
-                                env=environment, cwd=folder, timeout=300)
-    if result.returncode != 0:
-        last = (result.stderr.strip().splitlines() or ["no error message"])[-1]
-        raise NotReady(f"Keras does not start with the JAX backend: {last}")
-    return f"Keras starts with the JAX backend (jax {EXPECTED_JAX['jax']}) and trains, in a process of its own"
+    return check_in_own_process("jax")
 
 
 def check_plotting() -> str:

@@ -51,6 +51,7 @@ from helpers.errors import NotAKerasFileError, ReloadFailedError, ReloadMismatch
 from helpers.files import check_archive_sizes, path_text
 from helpers.fresh_process import FreshProcessError, call_in_fresh_process
 from helpers.notebook import format_table
+from helpers.packed_inputs import pack_inputs, unpack_inputs
 
 __all__ = ["ReloadFailedError", "ReloadMismatchError", "RoundTripReport", "RoundTripRow", "owned_variables",
            "pack_inputs", "round_trip", "run_in_fresh_process", "snapshot", "unpack_inputs"]
@@ -132,25 +133,6 @@ def owned_variables(model: keras.layers.Layer, include_optimizer: bool = True) -
 
 
 # --------------------------------------------------------------------------- describing a model, both sides
-
-def pack_inputs(inputs: Any) -> tuple[dict[str, Any], dict[str, Any]]:
-    """``inputs`` (an array, a list or tuple of arrays, or a dict of them) as npz arrays and a layout."""
-    if isinstance(inputs, dict):
-        keys = [str(key) for key in inputs]
-        return {"kind": "dict", "keys": keys}, {f"x{i}": np.asarray(inputs[k]) for i, k in enumerate(inputs)}
-    if isinstance(inputs, (list, tuple)):
-        return {"kind": "list", "count": len(inputs)}, {f"x{i}": np.asarray(v) for i, v in enumerate(inputs)}
-    return {"kind": "array"}, {"x0": np.asarray(inputs)}
-
-
-def unpack_inputs(layout: dict[str, Any], arrays: Any) -> Any:
-    """The inverse of ``pack_inputs``."""
-    if layout["kind"] == "dict":
-        return {key: arrays[f"x{i}"] for i, key in enumerate(layout["keys"])}
-    if layout["kind"] == "list":
-        return [arrays[f"x{i}"] for i in range(layout["count"])]
-    return arrays["x0"]
-
 
 def class_name(obj: object) -> str:
     return f"{type(obj).__module__}.{type(obj).__qualname__}"

@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from helpers import preflight
 
 
@@ -66,3 +68,12 @@ def test_the_jax_backend_is_checked_in_a_process_of_its_own(monkeypatch):
         assert str(problem).startswith("Keras does not start with the JAX backend: AssertionError")
     else:
         raise AssertionError("the check did not run Keras with KERAS_BACKEND=jax")
+
+
+def test_the_pins_of_a_check_in_its_own_process_are_read_when_it_runs(monkeypatch):
+    """A test (or a maintainer) that changes a pin after import changes what the check expects."""
+    monkeypatch.setattr(preflight, "EXPECTED_KERAS2", "9.9")
+    monkeypatch.setattr(preflight, "EXPECTED_JAX", {"jax": "9.9"})
+    for check in (preflight.check_keras2, preflight.check_jax):
+        with pytest.raises(preflight.NotReady, match="written for 9.9"):
+            check()

@@ -7,83 +7,22 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
 import os
-import re
-import sys
-from collections.abc import Iterator
 
 from helpers.errors import NotAModelFileError
 from helpers.identify.answer import Identification, bytes_text, loading_code, not_model
-from helpers.model_ops import litert_ops_text, litert_route, tflite_ops_needed
+from helpers.litert_check import litert_interpreter
+from helpers.model_ops import UnsupportedOpsError, tflite_ops_needed
 
 __all__ = ["read_tflite"]
-
-
-# LiteRT's words when a file verifies but needs ops it has no kernel for (anything else: damaged);
-# the same reading as helpers.deploy.model_file_kind's, without importing TensorFlow.
-_OPS_MESSAGE = re.compile(r"Select TensorFlow op|Flex delegate|unresolved custom op")
-_UNRESOLVED = re.compile(r"unresolved custom op: (\S+?)\.?(?:\s|$)")
-
-
-@contextlib.contextmanager
-def _native_output_silenced() -> Iterator[None]:
-    """File descriptors 1 and 2 to /dev/null for the block (LiteRT's C++ prints its delegate there)."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    saved = [os.dup(1), os.dup(2)]
-    try:
-        with open(os.devnull, "w") as devnull:
-            os.dup2(devnull.fileno(), 1)
-            os.dup2(devnull.fileno(), 2)
-            yield
-    finally:
-        for fd, copy in zip((1, 2), saved):
-            os.dup2(copy, fd)
-            os.close(copy)
-
-
-def _check_with_litert(path: str) -> tuple[str, str]:
-    """Build LiteRT's interpreter and allocate its tensors: ``(needs, route)`` when ops are missing.
-
-    Raises ``NotAModelFileError`` for a flatbuffer that does not verify or allocate (truncated,
-    damaged), ``ImportError`` without ai-edge-litert.
-    """
-    from ai_edge_litert.interpreter import Interpreter
-
-    with open(path, "rb") as file:
-        data = file.read()
-    try:
-        with _native_output_silenced():
-            interpreter = Interpreter(model_content=data)
-    except (ValueError, RuntimeError) as error:  # "not a valid Flatbuffer buffer", schema version
-        raise NotAModelFileError(path, "a LiteRT file that does not verify (truncated or damaged): "
-                                       f"{str(error).splitlines()[0]}") from None
-    try:
-        with _native_output_silenced():
-            interpreter.allocate_tensors()
-    except (ValueError, RuntimeError) as error:  # missing kernels, bad tensor indices
-        message = str(error)
-        ops: list[str] | None = []
-        if _OPS_MESSAGE.search(message):
-            try:
-                ops = tflite_ops_needed(data)
-            except ValueError:  # the flatbuffer itself is damaged
-                ops = None
-            unresolved = set(_UNRESOLVED.findall(message))
-            if ops is not None and unresolved:  # LiteRT's default resolver registers some custom ops
-                ops = [op for op in ops if op.startswith("Flex") or op in unresolved] or sorted(unresolved)
-        if ops:
-            return litert_ops_text(ops), litert_route(ops)
-        raise NotAModelFileError(path, "a LiteRT file whose tensors do not allocate (damaged?): "
-                                       f"{message.splitlines()[0]}") from None
-    return "", ""
 
 
 def read_tflite(path: str) -> Identification:
     needs = route = ""
     try:
-        needs, route = _check_with_litert(path)  # a truncated flatbuffer is refused
+        litert_interpreter(path)  # a truncated flatbuffer is refused
+    except UnsupportedOpsError as error:  # it verifies, but needs ops LiteRT has no kernel for
+        needs, route = error.needs, error.route
     except ImportError:  # no ai-edge-litert here: the four magic bytes are all we know
         pass
     except NotAModelFileError as error:
