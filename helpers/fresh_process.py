@@ -96,7 +96,8 @@ def fork_workers() -> bool:
     return choice != "spawn" and sys.platform.startswith("linux")
 
 
-def _context(env: Mapping[str, str] | None) -> multiprocessing.context.BaseContext:
+def _context(env: Mapping[str, str] | None,
+             environ: Mapping[str, str] | None = None) -> multiprocessing.context.BaseContext:
     """The ``forkserver`` context (preloading TensorFlow) where it can serve, else ``spawn``.
 
     Any ``env`` (even one equal to this process's environment: the server imported Keras under
@@ -110,19 +111,20 @@ def _context(env: Mapping[str, str] | None) -> multiprocessing.context.BaseConte
         >>> _context({"KERAS_BACKEND": os.environ.get("KERAS_BACKEND", "tensorflow")}).get_start_method()
         'spawn'
     """
-    if not fork_workers() or env is not None or not _server_matches():
+    if not fork_workers() or env is not None or not _server_matches(environ):
         return multiprocessing.get_context("spawn")
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(PRELOAD)
     return context
 
 
-def _read_at_import() -> dict[str, str | None]:
-    """This process's values of the ``READ_AT_IMPORT`` variables (None where unset)."""
-    return {name: os.environ.get(name) for name in READ_AT_IMPORT}
+def _read_at_import(environ: Mapping[str, str] | None = None) -> dict[str, str | None]:
+    """The values of the ``READ_AT_IMPORT`` variables in ``environ`` (this process's by default)."""
+    environ = os.environ if environ is None else environ
+    return {name: environ.get(name) for name in READ_AT_IMPORT}
 
 
-def _server_matches() -> bool:
+def _server_matches(environ: Mapping[str, str] | None = None) -> bool:
     """Whether a child forked from the server would load as a new interpreter started now would.
 
     The server read ``READ_AT_IMPORT`` when it imported TensorFlow and Keras; a child keeps
@@ -132,16 +134,20 @@ def _server_matches() -> bool:
         >>> _server_matches()  # no server yet, or one started with this environment
         True
     """
-    return _server_started_with is None or _server_started_with == _read_at_import()
+    return _server_started_with is None or _server_started_with == _read_at_import(environ)
 
 
-def _ensure_server() -> None:
-    """Start the fork server if it is not running (called with ``_START_LOCK`` held)."""
+def _ensure_server(environ: Mapping[str, str] | None = None) -> None:
+    """Start the fork server if it is not running, with ``environ`` (this process's by default).
+
+    Called with ``_START_LOCK`` held.
+    """
     global _server_started_with
+    environ = dict(os.environ) if environ is None else environ
     if _server_started_with is None:
-        _server_started_with = _read_at_import()
+        _server_started_with = _read_at_import(environ)
     # a server that died is started again with the values the first one had
-    with _environment({**SERVER_DEFAULTS, **os.environ, **_present(_server_started_with)}), _starting():
+    with _environment({**SERVER_DEFAULTS, **environ, **_present(_server_started_with)}), _starting():
         multiprocessing.forkserver.ensure_running()
 
 
@@ -322,14 +328,15 @@ class FreshProcess:
     def __init__(self, function: str, args: tuple, kwargs: dict, env: Mapping[str, str] | None) -> None:
         self.function = function
         with _START_LOCK:  # the environment is read, swapped and restored by one start at a time
-            context = _context(env)
+            environ = dict(os.environ)  # read once: the choice of fork and the child's variables agree
+            context = _context(env, environ)
             self._connection, child_end = context.Pipe(duplex=False)
-            setting = {"cwd": os.getcwd(), "path": list(sys.path), "environ": {**os.environ, **(env or {})}}
+            setting = {"cwd": os.getcwd(), "path": list(sys.path), "environ": {**environ, **(env or {})}}
             self._process = context.Process(target=_child, args=(child_end, setting, function, args, kwargs),
                                             daemon=True, name=f"fresh:{function}")
             if isinstance(context, multiprocessing.context.ForkServerContext):
-                _ensure_server()
-            with _environment({**SERVER_DEFAULTS, **os.environ, **(env or {})}), _starting():
+                _ensure_server(environ)
+            with _environment({**SERVER_DEFAULTS, **environ, **(env or {})}), _starting():
                 self._process.start()
         child_end.close()  # ours: so that the pipe ends when the child does
         self.pid: int = self._process.pid
