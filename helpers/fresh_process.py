@@ -13,7 +13,9 @@ How a process starts (the standard library's ``multiprocessing``, nothing hand-w
 * elsewhere (macOS's system libraries are not fork-safe after TensorFlow's import, Windows has
   no fork), with ``COURSE_WORKERS=spawn``, or whenever ``env=`` is given (``KERAS_BACKEND``
   is read when Keras is imported, which the server did under the environment it had when it
-  started): ``"spawn"``, a new interpreter that pays the imports itself.
+  started), or once a variable TensorFlow or Keras reads at import (``READ_AT_IMPORT``:
+  oneDNN, the backend, legacy Keras, visible GPUs) differs from the server's start:
+  ``"spawn"``, a new interpreter that pays the imports itself.
 
 Either way the child runs in this process's working folder, with this process's ``sys.path``
 (the working folder first) and environment variables, and imports modules written after the
@@ -61,10 +63,15 @@ PRELOAD = ["numpy", "tensorflow", "keras", "helpers.fresh_process"]
 # Only the log level: TF_ENABLE_ONEDNN_OPTS changes results in the last float bits, so a child
 # gets this process's value (or TensorFlow's default), never one chosen here.
 SERVER_DEFAULTS = {"TF_CPP_MIN_LOG_LEVEL": "3"}
+# Read once, when TensorFlow or Keras loads (in the server, at its start) and able to change a
+# child's results: a call made while one of them differs from the server's start gets a new
+# interpreter instead of a fork that would silently keep the server's value.
+READ_AT_IMPORT = ("TF_ENABLE_ONEDNN_OPTS", "KERAS_BACKEND", "TF_USE_LEGACY_KERAS", "CUDA_VISIBLE_DEVICES")
 TRACEBACK_LINES = 12
 # os.environ, sys.modules["__main__"] and file descriptor 2 are swapped while a process starts and
 # restored after: one start at a time, or overlapping starts (threads) restore each other's values.
 _START_LOCK = threading.Lock()
+_server_started_with: dict[str, str | None] | None = None  # READ_AT_IMPORT when the server started
 
 # The server forks before any TensorFlow runtime exists, which is what makes forking safe; Python
 # 3.12+ still warns at each fork of a process with threads. This module is preloaded in the server.
@@ -89,7 +96,8 @@ def fork_workers() -> bool:
     return choice != "spawn" and sys.platform.startswith("linux")
 
 
-def _context(env: Mapping[str, str] | None) -> multiprocessing.context.BaseContext:
+def _context(env: Mapping[str, str] | None,
+             environ: Mapping[str, str] | None = None) -> multiprocessing.context.BaseContext:
     """The ``forkserver`` context (preloading TensorFlow) where it can serve, else ``spawn``.
 
     Any ``env`` (even one equal to this process's environment: the server imported Keras under
@@ -103,11 +111,49 @@ def _context(env: Mapping[str, str] | None) -> multiprocessing.context.BaseConte
         >>> _context({"KERAS_BACKEND": os.environ.get("KERAS_BACKEND", "tensorflow")}).get_start_method()
         'spawn'
     """
-    if not fork_workers() or env is not None:
+    if not fork_workers() or env is not None or not _server_matches(environ):
         return multiprocessing.get_context("spawn")
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(PRELOAD)
     return context
+
+
+def _read_at_import(environ: Mapping[str, str] | None = None) -> dict[str, str | None]:
+    """The values of the ``READ_AT_IMPORT`` variables in ``environ`` (this process's by default)."""
+    environ = os.environ if environ is None else environ
+    return {name: environ.get(name) for name in READ_AT_IMPORT}
+
+
+def _server_matches(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether a child forked from the server would load as a new interpreter started now would.
+
+    The server read ``READ_AT_IMPORT`` when it imported TensorFlow and Keras; a child keeps
+    what they made of them, whatever its environment says. False once one of them changed here.
+
+    Example:
+        >>> _server_matches()  # no server yet, or one started with this environment
+        True
+    """
+    return _server_started_with is None or _server_started_with == _read_at_import(environ)
+
+
+def _ensure_server(environ: Mapping[str, str] | None = None) -> None:
+    """Start the fork server if it is not running, with ``environ`` (this process's by default).
+
+    Called with ``_START_LOCK`` held.
+    """
+    global _server_started_with
+    environ = dict(os.environ) if environ is None else environ
+    if _server_started_with is None:
+        _server_started_with = _read_at_import(environ)
+    # a server that died is started again with the values the first one had
+    with _environment({**SERVER_DEFAULTS, **environ, **_present(_server_started_with)}), _starting():
+        multiprocessing.forkserver.ensure_running()
+
+
+def _present(values: Mapping[str, str | None]) -> dict[str, str]:
+    """``values`` without the unset ones."""
+    return {name: value for name, value in values.items() if value is not None}
 
 
 @contextmanager
@@ -174,9 +220,10 @@ def warm_up() -> None:
     """
     if not fork_workers():
         return
-    _context(None)
-    with _START_LOCK, _environment({**SERVER_DEFAULTS, **os.environ}), _starting():
-        multiprocessing.forkserver.ensure_running()
+    if _context(None).get_start_method() != "forkserver":
+        return
+    with _START_LOCK:
+        _ensure_server()
 
 
 def _die_with_parent() -> None:
@@ -281,14 +328,15 @@ class FreshProcess:
     def __init__(self, function: str, args: tuple, kwargs: dict, env: Mapping[str, str] | None) -> None:
         self.function = function
         with _START_LOCK:  # the environment is read, swapped and restored by one start at a time
-            context = _context(env)
+            environ = dict(os.environ)  # read once: the choice of fork and the child's variables agree
+            context = _context(env, environ)
             self._connection, child_end = context.Pipe(duplex=False)
-            setting = {"cwd": os.getcwd(), "path": list(sys.path), "environ": {**os.environ, **(env or {})}}
+            setting = {"cwd": os.getcwd(), "path": list(sys.path), "environ": {**environ, **(env or {})}}
             self._process = context.Process(target=_child, args=(child_end, setting, function, args, kwargs),
                                             daemon=True, name=f"fresh:{function}")
-            with _environment({**SERVER_DEFAULTS, **os.environ, **(env or {})}), _starting():
-                if isinstance(context, multiprocessing.context.ForkServerContext):
-                    multiprocessing.forkserver.ensure_running()
+            if isinstance(context, multiprocessing.context.ForkServerContext):
+                _ensure_server(environ)
+            with _environment({**SERVER_DEFAULTS, **environ, **(env or {})}), _starting():
                 self._process.start()
         child_end.close()  # ours: so that the pipe ends when the child does
         self.pid: int = self._process.pid

@@ -68,6 +68,7 @@ __all__ = [
     "naive_files",
     "run_two_workers",
     "run_worker",
+    "start_worker",
     "state_digest",
     "state_table",
     "time_saves",
@@ -575,8 +576,18 @@ def naive_audit(folder: str) -> dict:
 WORKER = "helpers.resume_worker:run"  # what a fresh process runs: named, not imported (it imports this module)
 
 
-def _start_worker(args: Sequence[object]) -> FreshProcess:
-    """A fresh process running ``helpers.resume_worker.run(ARGS)`` (see ``helpers.fresh_process``)."""
+def start_worker(*args: object) -> FreshProcess:
+    """Start ``helpers.resume_worker.run(ARGS)`` in a fresh process and return at once.
+
+    ``run_worker`` is this and ``.result(timeout)``: start a worker first when this process
+    has work of its own to do meanwhile (the worker runs on another core).
+
+    Example:
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     worker = start_worker("train", "--dir", folder, "--steps", 3, "--width", 4)
+        ...     worker.result(timeout=120)["step"]
+        3
+    """
     return start_fresh_process(WORKER, [str(arg) for arg in args])
 
 
@@ -593,7 +604,7 @@ def run_worker(*args: object, timeout: float = 120) -> dict:
         ...     run_worker("train", "--dir", folder, "--steps", 3, "--width", 4)["step"]
         3
     """
-    return _start_worker(args).result(timeout)
+    return start_worker(*args).result(timeout)
 
 
 def _end(process: FreshProcess) -> None:
@@ -636,7 +647,7 @@ def crash_and_resume(
     rows = []
     for attempt in range(1, kills + 1):
         mode = "naive" if naive else "train"
-        process = _start_worker([mode, "--dir", folder, "--steps", steps, "--width", width, "--announce"])
+        process = start_worker(mode, "--dir", folder, "--steps", steps, "--width", width, "--announce")
         saves_to_wait = rng.randint(2, 4)  # the first save of a start completes
         between = rng.random() < 1 / 3
         delay = rng.uniform(0.0, 0.04)
@@ -690,7 +701,7 @@ def run_two_workers(directory: str | os.PathLike, steps: int = 6, timeout: float
     """
     folder = os.fspath(directory)
     ports = ",".join(map(str, free_ports(2)))
-    processes = [_start_worker(["multiworker", "--dir", folder, "--steps", steps, "--index", index, "--ports", ports])
+    processes = [start_worker("multiworker", "--dir", folder, "--steps", steps, "--index", index, "--ports", ports)
                  for index in (0, 1)]
     deadline = time.monotonic() + timeout
     try:

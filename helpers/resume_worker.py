@@ -32,11 +32,16 @@ import json
 import os
 import tempfile
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from helpers.fresh_process import tell_parent
 from helpers.resume import naive_audit, naive_files, state_digest, state_table, train_resumably, untracked_variables
 
-__all__ = ["PIECES", "Run", "build_mw_model", "build_run", "naive_audit", "resume_without", "run"]
+if TYPE_CHECKING:
+    import numpy as np
+
+__all__ = ["PIECES", "Run", "build_mw_model", "build_run", "fit_after_restore", "naive_audit", "resume_without", "run",
+           "save_mw_checkpoint"]
 
 PIECES = ("model", "optimizer", "step", "generator", "iterator")
 
@@ -224,6 +229,57 @@ def build_mw_model(seed: int = 1):
     optimizer = keras.optimizers.SGD(0.05, momentum=0.9)
     optimizer.build(model.trainable_variables)
     return model, optimizer
+
+
+def fit_after_restore(
+    checkpoint_path: str, build_first: bool, features: np.ndarray, targets: np.ndarray
+) -> dict:
+    """Restore ``checkpoint_path`` under a two-device ``MirroredStrategy``, then ``fit`` one epoch.
+
+    Chapter 11, section 9, runs it in fresh processes, one per case, side by side: the process
+    splits its CPU into two logical devices (before TensorFlow's runtime starts) and builds
+    the model of ``build_mw_model(seed=5)`` in the strategy's scope, with its optimizer built
+    first, or a new, unbuilt one (``build_first=False``). Returns whether
+    ``assert_consumed()`` passed after the restore, and ``state_digest`` of the model and
+    optimizer after the epoch.
+
+    Example:
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     import numpy as np
+        ...     from helpers.fresh_process import call_in_fresh_process
+        ...     path = call_in_fresh_process("helpers.resume_worker:save_mw_checkpoint", folder)
+        ...     x = np.ones((32, 4), "float32")
+        ...     call_in_fresh_process("helpers.resume_worker:fit_after_restore", path, False, x,
+        ...                           x[:, :1])["assert_consumed"]
+        False
+    """
+    import keras
+    import tensorflow as tf
+
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+    with strategy.scope():
+        model, optimizer = build_mw_model(seed=5)
+        if not build_first:
+            optimizer = keras.optimizers.SGD(0.05, momentum=0.9)  # not built
+        status = tf.train.Checkpoint(model=model, optimizer=optimizer).read(checkpoint_path)
+        model.compile(optimizer, "mse")
+    try:
+        status.assert_consumed()
+        consumed = True
+    except AssertionError:
+        consumed = False
+    model.fit(features, targets, batch_size=16, epochs=1, shuffle=False, verbose=0)
+    return {"assert_consumed": consumed, "digest": state_digest(model, optimizer)}
+
+
+def save_mw_checkpoint(folder: str, seed: int = 2) -> str:
+    """Write ``build_mw_model(seed)``'s model and optimizer to ``folder/ckpt``; its path."""
+    import tensorflow as tf
+
+    model, optimizer = build_mw_model(seed=seed)
+    return tf.train.Checkpoint(model=model, optimizer=optimizer).write(os.path.join(folder, "ckpt"))
 
 
 def _multiworker(args: argparse.Namespace) -> dict:

@@ -739,3 +739,17 @@ def test_17_4_stepped_hint():
 def test_17_4_not_done():
     with pytest.raises(ExerciseNotDone):
         ex17.check_load_adapted_preset(not_done)
+
+
+def test_a_check_leaves_what_start_notebook_froze_frozen():
+    """start_notebook freezes its imports for the cycle collector; a check must not unfreeze them."""
+    import gc
+
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        with ex17._quiet():
+            pass
+        assert gc.get_freeze_count() >= frozen
+    finally:
+        gc.unfreeze()

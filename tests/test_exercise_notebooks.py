@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -165,7 +166,7 @@ def test_solution_notebook_shape(path):
     nb = nbformat.read(path, as_version=4)
     code = [cell for cell in nb.cells if cell.cell_type == "code"]
     assert code[0].source.startswith("from helpers.notebook import start_notebook"), "the setup cell comes first"
-    assert "start_notebook()" in code[0].source
+    assert re.search(r"^start_notebook\((fresh_processes=True)?\)", code[0].source, re.M)
     unrun = [i for i, cell in enumerate(code) if cell.execution_count is None]
     assert not unrun, f"code cells not run: {unrun} (run `make solutions`)"
     checks = [c for c in code if "exercise-check" in c.metadata.get("tags", [])]

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers import fresh_process
 from helpers.errors import FreshProcessError
 from helpers.fresh_process import call_in_fresh_process, fork_workers, start_fresh_process, tell_parent
 
@@ -258,3 +259,43 @@ def test_resume_worker_has_no_old_command_line():
     import helpers.resume_worker
 
     assert 'if __name__ == "__main__"' not in Path(helpers.resume_worker.__file__).read_text()
+
+
+def test_a_variable_read_at_import_changed_since_the_server_started_means_a_new_interpreter(monkeypatch):
+    """A fork would keep the server's oneDNN setting (results differ in the last bits): spawn instead."""
+    if not fresh_process.fork_workers():
+        pytest.skip("no fork server on this system")
+    fresh_process.warm_up()
+    started_with = fresh_process._server_started_with
+    assert started_with is not None
+    assert fresh_process._context(None).get_start_method() == "forkserver"
+    flipped = "1" if started_with["TF_ENABLE_ONEDNN_OPTS"] == "0" else "0"
+    monkeypatch.setenv("TF_ENABLE_ONEDNN_OPTS", flipped)
+    assert fresh_process._context(None).get_start_method() == "spawn"
+    assert call_in_fresh_process("os:getenv", "TF_ENABLE_ONEDNN_OPTS") == flipped
+    monkeypatch.undo()
+    assert fresh_process._context(None).get_start_method() == "forkserver"
+
+
+def test_a_variable_changed_right_after_the_choice_of_fork_does_not_reach_the_forked_child(monkeypatch):
+    """The choice of fork and the child's variables come from one reading of the environment.
+
+    Another thread can change os.environ between the two; here the change is made at the worst
+    moment, just after the server was found to match, deterministically.
+    """
+    if not fresh_process.fork_workers():
+        pytest.skip("no fork server on this system")
+    fresh_process.warm_up()
+    server_value = fresh_process._server_started_with["TF_ENABLE_ONEDNN_OPTS"] or "0"
+    monkeypatch.setenv("TF_ENABLE_ONEDNN_OPTS", server_value)
+    matches = fresh_process._server_matches
+
+    def matches_then_another_thread_changes_it(*args):
+        answer = matches(*args)
+        os.environ["TF_ENABLE_ONEDNN_OPTS"] = "1" if server_value == "0" else "0"
+        return answer
+
+    monkeypatch.setattr(fresh_process, "_server_matches", matches_then_another_thread_changes_it)
+    process = start_fresh_process("os:getenv", "TF_ENABLE_ONEDNN_OPTS")
+    forked = type(process._process._popen).__module__ == "multiprocessing.popen_forkserver"
+    assert forked and process.result(timeout=60) == server_value

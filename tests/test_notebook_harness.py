@@ -253,3 +253,26 @@ def test_work_folders_of_killed_kernels_are_removed(monkeypatch, tmp_path):
     made = notebook._make_work_folder()
     assert made.parent == tmp_path and made.name.startswith(f"tf-course-{os.getpid()}-")
     assert not orphan.exists() and alive.exists() and unrelated.exists()
+
+
+def test_fresh_processes_start_their_server_under_the_notebooks_settings():
+    """start_notebook(fresh_processes=True): the fork server imports TensorFlow with oneDNN off, as the kernel."""
+    result = _run_fresh_python(
+        """
+        import gc
+        from helpers import fresh_process
+        from helpers.notebook import start_notebook
+        start_notebook(fresh_processes=True)
+        if fresh_process.fork_workers():
+            print("server-onednn", fresh_process._server_started_with["TF_ENABLE_ONEDNN_OPTS"])
+            print("server-matches", fresh_process._server_matches())
+        print("frozen", gc.get_freeze_count() > 1000)
+        print("child", fresh_process.call_in_fresh_process("os:getenv", "TF_ENABLE_ONEDNN_OPTS"))
+        """
+    )
+    assert result.returncode == 0, result.stderr
+    lines = dict(line.split(" ", 1) for line in result.stdout.splitlines() if " " in line)
+    if "server-onednn" in lines:
+        assert lines["server-onednn"] == "0" and lines["server-matches"] == "True"
+    assert lines["frozen"] == "True", "start_notebook should freeze what the imports loaded (gc.freeze)"
+    assert lines["child"] == "0"

@@ -369,7 +369,7 @@ def test_crash_and_resume_either_way(tmp_path, workers):
 def test_a_worker_killed_at_a_save_announcement_is_reported_and_reaped(tmp_path, monkeypatch):
     """The parent sees each save announced as it happens, and a killed worker leaves no process."""
     monkeypatch.setenv("COURSE_WORKERS", "fork")
-    worker = resume._start_worker(["train", "--dir", tmp_path / "run", "--steps", 100000, "--announce"])
+    worker = resume.start_worker("train", "--dir", tmp_path / "run", "--steps", 100000, "--announce")
     assert str(next(worker.messages(timeout=120))).startswith("saving")  # the worker is training
     resume._end(worker)
     assert not Path(f"/proc/{worker.pid}").exists() or _gone(worker.pid)

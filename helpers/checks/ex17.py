@@ -34,13 +34,18 @@ def _quiet() -> Iterator[None]:
     levels = [logger.level for logger in loggers]
     for logger in loggers:
         logger.setLevel(logging.CRITICAL + 1)
-    gc.freeze()  # Keras's quantize() runs gc.collect() once per layer: it then scans only what the check made
+    # Keras's quantize() runs gc.collect() once per layer: frozen objects are not scanned. Where
+    # start_notebook froze its imports already, that is enough, and unfreezing would undo it.
+    freeze_here = gc.get_freeze_count() == 0
+    if freeze_here:
+        gc.freeze()
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             yield
     finally:
-        gc.unfreeze()
+        if freeze_here:
+            gc.unfreeze()
         for logger, level in zip(loggers, levels):
             logger.setLevel(level)
 
