@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from helpers.identify import identify
-from helpers.identify.orbax_folders import looks_like_orbax, orbax_steps
+from helpers.identify.orbax_folders import crc32c, looks_like_orbax, orbax_steps, step_damage
 
 
 def _train(folder: str, epochs: int = 2, weights_only: bool = False) -> keras.Model:
@@ -79,10 +79,18 @@ def test_unfinished_saves_only(tmp_path):
     assert "no complete step" in info.reason and "relative path" in info.reason
 
 
+def _ocdbt(magic: bytes, size: int) -> bytes:
+    """A file shaped as an OCDBT file: magic, its length (little-endian), bytes, CRC-32C (little-endian)."""
+    body = magic + size.to_bytes(8, "little") + b"\x00\x01" + bytes(size - 18)
+    return body + crc32c(body).to_bytes(4, "little")
+
+
 def test_steps_are_numbers_and_complete_only(tmp_path):
     for name, complete in [("9", True), ("10", True), ("11", False), ("12.orbax-checkpoint-tmp-3", False)]:
         (tmp_path / name / "pytree").mkdir(parents=True)
-        (tmp_path / name / "pytree" / "manifest.ocdbt").write_bytes(b"x" * 64)
+        (tmp_path / name / "pytree" / "manifest.ocdbt").write_bytes(_ocdbt(b"\x0c\xdb\x3a\x2a", 64))
+        (tmp_path / name / "pytree" / "d").mkdir()
+        (tmp_path / name / "pytree" / "d" / "0a").write_bytes(_ocdbt(b"\x0c\xdb\x20\xde", 80))
         if complete:
             (tmp_path / name / "_CHECKPOINT_METADATA").write_text(json.dumps({"item_handlers": {}}))
     assert orbax_steps(str(tmp_path)) == ([9, 10], ["12.orbax-checkpoint-tmp-3"])
@@ -135,4 +143,65 @@ def test_a_relative_step_folder_keeps_the_path_as_given(written, tmp_path, monke
     info = identify(os.path.join("relative", "2"))
     assert info.how_to_load.startswith("path = 'relative'")
     assert str(tmp_path) not in info.how_to_load
-    assert any("not the values themselves" in trap for trap in info.traps)
+    assert any("not every value's checksum" in trap for trap in info.traps)
+
+
+def _data_files(step):
+    return sorted(path for path in step.rglob("*") if path.is_file() and path.parent.name == "d")
+
+
+def _cut(path, keep):
+    path.write_bytes(path.read_bytes()[:keep])
+
+
+def _flip(path, offset):
+    data = path.read_bytes()
+    path.write_bytes(data[:offset] + bytes([data[offset] ^ 1]) + data[offset + 1:])
+
+
+DAMAGE = {  # what is done to the latest step (2) of a copy, and the words the reason must hold
+    "cut data file": (lambda step: _cut(_data_files(step)[0], 600), "is cut: its header declares"),
+    "emptied data files": (lambda step: [_cut(path, 0) for path in _data_files(step)], "is empty (0 bytes)"),
+    "cut manifest": (lambda step: _cut(step / "pytree" / "manifest.ocdbt", 50), "pytree/manifest.ocdbt is cut"),
+    "changed manifest byte": (lambda step: _flip(step / "pytree" / "manifest.ocdbt", 40),
+                              "pytree/manifest.ocdbt fails its CRC-32C"),
+    "cut pytree metadata": (lambda step: _cut(step / "pytree" / "_METADATA", 3000),
+                            "pytree/_METADATA is not valid JSON"),
+    "empty pytree metadata": (lambda step: _cut(step / "pytree" / "_METADATA", 0), "pytree/_METADATA is empty"),
+    "cut model configuration": (lambda step: _cut(step / "model_config" / "_strings.json", 2000),
+                                "model_config/_strings.json is not valid JSON"),
+    "data files gone": (lambda step: [path.unlink() for path in _data_files(step)], "has no data files beside it"),
+}
+
+
+@pytest.mark.parametrize("damage", sorted(DAMAGE))
+def test_a_cut_or_emptied_file_names_the_step_damaged(written, tmp_path, damage):
+    """Was: every one of these was named a healthy Orbax folder (Keras then failed with NoEntryError
+    'Failed to load checkpointable: pytree due to incompatible handler', naming no file)."""
+    folder = _copy(written, tmp_path, "damaged")
+    assert step_damage(str(folder / "2")) is None and identify(str(folder)).is_model
+    change, words = DAMAGE[damage]
+    change(folder / "2")
+    info = identify(str(folder))
+    assert not info.is_model and info.kind == "not-a-model"
+    assert "step 2 is damaged" in info.reason and words in info.reason, info.reason
+    assert str(tmp_path) not in info.reason and "load an earlier step or save again" in info.reason
+    assert identify(str(folder / "1")).is_model  # the step before is whole
+
+
+def test_damage_is_found_without_tensorflow_and_without_reading_the_values(written, tmp_path):
+    import subprocess
+    import sys
+
+    folder = _copy(written, tmp_path, "quiet")
+    _cut(_data_files(folder / "2")[0], 0)
+    big = folder / "2" / "pytree" / "d" / "00big"  # checked first: before the emptied one
+    with open(big, "wb") as file:  # a large data file (sparse: 3 GB, nothing written) is read by its header
+        file.write(b"\x0c\xdb\x20\xde" + (3 << 30).to_bytes(8, "little"))
+        file.truncate(3 << 30)
+    code = ("import sys, time; from helpers.identify import identify; start = time.perf_counter(); "
+            f"info = identify({str(folder)!r}); print(info.reason); print(time.perf_counter() - start < 5); "
+            "print(sorted(m for m in ('tensorflow', 'jax', 'orbax', 'tensorstore') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "PYTHONPATH": os.getcwd()}).stdout.splitlines()
+    assert "is empty (0 bytes)" in out[0] and out[1:] == ["True", "[]"], out

@@ -6,7 +6,15 @@ timestamps) and one folder per item: Keras writes ``pytree`` (every value: train
 non-trainable, optimizer and metrics variables, in TensorStore's OCDBT format, described by
 ``pytree/_METADATA``) and, unless ``save_weights_only``, ``model_config`` (the model's
 configuration as a string). An unfinished save is a folder named ``N.orbax-checkpoint-tmp...``.
-Everything here is read from the JSON files; nothing imports TensorFlow, JAX or Orbax.
+Everything here is read from the JSON files and the headers of the OCDBT files; nothing imports
+TensorFlow, JAX or Orbax, and nothing the folder carries runs.
+
+Every OCDBT file (each ``manifest.ocdbt`` and each data file under a ``d/`` folder) begins with a
+4-byte magic number (``0c db 3a 2a`` for a manifest, ``0c db 20 de`` for a data file) and its own
+length in bytes (8 bytes, little-endian), and ends with a CRC-32C of the bytes before it (4 bytes,
+little-endian), measured on orbax-checkpoint 0.12.8's files. ``step_damage`` checks each file's
+header against its size (12 bytes read, however large the file), the checksum of the small ones,
+and that every JSON metadata file parses: a truncated, emptied or cut file names the step damaged.
 
 Example:
     >>> import json, tempfile
@@ -28,15 +36,20 @@ from __future__ import annotations
 
 import json
 import os
+import struct
 from collections import Counter
 from typing import Any
 
 from helpers.identify.answer import Identification, loading_code, not_model
 
-__all__ = ["looks_like_orbax", "orbax_steps", "read_orbax_folder"]
+__all__ = ["looks_like_orbax", "orbax_steps", "read_orbax_folder", "step_damage"]
 
 STEP_METADATA = "_CHECKPOINT_METADATA"
 TMP = ".orbax-checkpoint-tmp"
+OCDBT_MAGIC = {b"\x0c\xdb\x3a\x2a": "manifest", b"\x0c\xdb\x20\xde": "data file"}
+JSON_NAMES = ("_METADATA", "_CHECKPOINT_METADATA", "_sharding", ".zarray", "zarr.json")
+CHECKSUM_LIMIT = 1 << 16  # files up to this many bytes have their CRC-32C checked (cheap); larger: header only
+JSON_LIMIT = 1 << 26  # metadata files are parsed up to this size; a larger one is not Orbax's metadata
 
 
 def orbax_steps(folder: str) -> tuple[list[int], list[str]]:
@@ -69,6 +82,97 @@ def _json(path: str) -> Any:
             return json.load(file)
     except (OSError, ValueError):
         return None
+
+
+def _crc32c_table() -> list[int]:
+    table = []
+    for byte in range(256):
+        crc = byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
+        table.append(crc)
+    return table
+
+
+_CRC_TABLE = _crc32c_table()
+
+
+def crc32c(data: bytes) -> int:
+    """CRC-32C (Castagnoli), the checksum that ends every OCDBT file.
+
+    Example:
+        >>> hex(crc32c(b"123456789"))
+        '0xe3069283'
+    """
+    crc = 0xFFFFFFFF
+    for byte in data:
+        crc = _CRC_TABLE[(crc ^ byte) & 0xFF] ^ (crc >> 8)
+    return crc ^ 0xFFFFFFFF
+
+
+def _ocdbt_damage(path: str) -> str | None:
+    """What is wrong with one OCDBT file (manifest or data file), from its header and size; None if nothing."""
+    size = os.path.getsize(path)
+    if size == 0:
+        return "is empty (0 bytes)"
+    with open(path, "rb") as file:
+        head = file.read(12)
+        if len(head) < 12 or head[:4] not in OCDBT_MAGIC:
+            return f"is not an OCDBT file ({size} bytes, no OCDBT header): damaged or replaced"
+        declared = struct.unpack("<Q", head[4:])[0]
+        if declared != size:
+            return (f"is cut: its header declares {declared} bytes, the file holds {size}"
+                    if declared > size else f"holds {size} bytes, its header declares {declared}")
+        if size <= CHECKSUM_LIMIT:
+            data = head + file.read()
+            if len(data) < 16 or crc32c(data[:-4]) != struct.unpack("<I", data[-4:])[0]:
+                return "fails its CRC-32C checksum (a changed byte)"
+    return None
+
+
+def _is_json(relative: str) -> bool:
+    name = os.path.basename(relative)
+    return name in JSON_NAMES or name.endswith(".json") or "array_metadatas" in relative.split("/")
+
+
+def step_damage(step: str) -> str | None:
+    """The first damaged file of one Orbax step folder, as ``'pytree/d/... is empty (0 bytes)'``; None if none.
+
+    Checks, without reading the values: each JSON metadata file parses (an empty or cut one does
+    not); each OCDBT file's header matches its size and, for small files, its checksum; a folder
+    holding a ``manifest.ocdbt`` holds data files too. Names are relative to the step folder.
+
+    Example:
+        >>> import tempfile
+        >>> step = tempfile.mkdtemp()
+        >>> os.makedirs(os.path.join(step, "pytree", "d"))
+        >>> with open(os.path.join(step, "pytree", "d", "0a1b"), "wb") as file:
+        ...     _ = file.write(b"")
+        >>> with open(os.path.join(step, "pytree", "_METADATA"), "w") as file:
+        ...     _ = file.write('{"tree_metadata": {}}')
+        >>> step_damage(step)
+        'pytree/d/0a1b is empty (0 bytes)'
+    """
+    for root, folders, files in os.walk(step):
+        folders.sort()
+        relative_root = os.path.relpath(root, step).replace(os.sep, "/")
+        prefix = "" if relative_root == "." else relative_root + "/"
+        if "manifest.ocdbt" in files and not any(
+                os.listdir(os.path.join(root, name)) for name in folders if name == "d"):
+            return f"{prefix}manifest.ocdbt has no data files beside it ({prefix}d/ is missing or empty)"
+        for name in sorted(files):
+            path, relative = os.path.join(root, name), prefix + name
+            if name == "manifest.ocdbt" or os.path.basename(root) == "d":
+                problem = _ocdbt_damage(path)
+            elif _is_json(relative):
+                size = os.path.getsize(path)
+                problem = ("is empty (0 bytes)" if size == 0 else None if size > JSON_LIMIT else
+                           None if _json(path) is not None else f"is not valid JSON ({size} bytes): cut or damaged")
+            else:
+                continue
+            if problem:
+                return f"{relative} {problem}"
+    return None
 
 
 def _groups(step: str) -> tuple[Counter, Counter]:
@@ -107,6 +211,10 @@ def read_orbax_folder(folder: str) -> Identification:
     if not os.path.isdir(os.path.join(latest, "pytree")) or not os.listdir(os.path.join(latest, "pytree")):
         return not_model(folder, f"an Orbax folder whose step {os.path.basename(latest)} is damaged: it has "
                                  "no pytree/ folder (the values); load an earlier step or save again")
+    damage = step_damage(latest)
+    if damage:
+        return not_model(folder, f"an Orbax folder whose step {os.path.basename(latest)} is damaged: {damage}; "
+                                 "load an earlier step or save again")
     groups, types = _groups(latest)
     # what is on disk, not what the metadata's item_handlers promise
     keras_written = os.path.exists(os.path.join(latest, "model_config"))
@@ -126,8 +234,8 @@ def read_orbax_folder(folder: str) -> Identification:
     if step_name is not None:
         info.traps.append("this is one step of an Orbax folder: Keras loads the folder above it")
     info.traps.append("Orbax needs absolute paths when writing: prove a restore by outputs")
-    info.traps.append("identify reads the folder's layout and metadata, not the values themselves: "
-                      "damaged data files show only when loading")
+    info.traps.append("identify checks each file's length and metadata, not every value's checksum: "
+                      "a changed byte in a large data file shows only when loading")
     target = root
     if keras_written:
         info.how_to_load = loading_code(target, """
