@@ -169,7 +169,7 @@ def _route(message: str, version: str) -> str:
                 "chapter 10 converts Keras 2 files)")
     if "safe_mode" in message or "Lambda" in message:
         return (" (a Lambda layer holds Python code, which Keras refuses to run unless you trust the file: "
-                "load it yourself with safe_mode=False only if you do)")
+                "pass trust=True, which loads it with safe_mode=False, only if you do)")
     return ""
 
 
@@ -191,9 +191,9 @@ def _problems(backend: str, result: dict[str, Any], modules: Sequence[str], vers
 
 
 def _run_child(backend: str, path: str, inputs_file: str, layout: dict, modules: list[str],
-               timeout: float) -> dict[str, Any]:
+               timeout: float, trust: bool = False) -> dict[str, Any]:
     env = {"KERAS_BACKEND": backend, "TF_CPP_MIN_LOG_LEVEL": "3"}
-    result = call_in_fresh_process(WORKER, path, inputs_file, layout, modules, env=env, timeout=timeout)
+    result = call_in_fresh_process(WORKER, path, inputs_file, layout, modules, trust, env=env, timeout=timeout)
     if "keras" in result and result["backend"] != backend:  # Keras ran: its own word, not the variable's
         raise RuntimeError(f"asked for Keras's {backend!r} backend, the fresh process ran {result['backend']!r}")
     return result
@@ -201,7 +201,7 @@ def _run_child(backend: str, path: str, inputs_file: str, layout: dict, modules:
 
 def check_across_backends(path: str | os.PathLike, inputs: Any, backends: Iterable[str] = ("tensorflow", "jax"),
                           modules: Sequence[str] | None = None, atol: float = 1e-5,
-                          timeout: float = 300.0) -> BackendReport:
+                          timeout: float = 300.0, *, trust: bool = False) -> BackendReport:
     """Load a ``.keras`` in a fresh interpreter per backend; prove its values and outputs equal.
 
     In each backend's process (``KERAS_BACKEND`` set before Keras is imported) the modules
@@ -217,7 +217,7 @@ def check_across_backends(path: str | os.PathLike, inputs: Any, backends: Iterab
     each output that differs by more than ``atol``; ``NotAKerasFileError`` for a path that is
     not a ``.keras`` (``ArchiveTooLargeError`` for one that declares members too large to read);
     ``ValueError`` for a backend that is not installed here, inputs that are not numeric arrays,
-    or a negative ``atol``. ``backends`` may be one name (``"jax"``).
+    a negative ``atol``, or a ``trust`` that is not True or False. ``backends`` may be one name (``"jax"``).
 
     Example:
         >>> import keras
@@ -233,6 +233,8 @@ def check_across_backends(path: str | os.PathLike, inputs: Any, backends: Iterab
     text = path_text(path, ".keras path")
     if isinstance(atol, bool) or not isinstance(atol, (int, float)) or not math.isfinite(atol) or atol < 0:
         raise ValueError(f"atol must be a number >= 0, got {atol!r}")
+    if not isinstance(trust, bool):
+        raise ValueError(f"trust must be True or False, got {trust!r}")
     _check_path(text)
     backends = [backends] if isinstance(backends, str) else list(backends)
     if not backends:
@@ -247,8 +249,8 @@ def check_across_backends(path: str | os.PathLike, inputs: Any, backends: Iterab
         inputs_file = os.path.join(folder, "inputs.npz")
         np.savez(inputs_file, **arrays)
         with ThreadPoolExecutor(len(backends)) as pool:
-            futures = [pool.submit(_run_child, b, os.path.abspath(text), inputs_file, layout, modules, timeout)
-                       for b in backends]
+            futures = [pool.submit(_run_child, b, os.path.abspath(text), inputs_file, layout, modules, timeout,
+                                   trust) for b in backends]
             results = [future.result() for future in futures]
     return _compare(text, backends, results, modules, atol, _keras_version(text))
 
