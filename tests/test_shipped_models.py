@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import textwrap
 import warnings
 
 import keras
 import numpy as np
 import pytest
 
+from helpers.identify import identify
 from helpers.errors import (
     NotAKerasFileError,
     NotAPresetError,
@@ -413,6 +415,108 @@ def test_preset_declaring_huge_sizes_is_refused_before_building(preset, tmp_path
     with pytest.raises(NotAPresetError, match="exhaust memory"):
         load_preset(tmp_path / "huge")
     assert describe_preset(folder).traps == []
+
+
+# Hostile edits of a real preset's configurations: each is a real argument of the class it names, so
+# from_preset would build it (before: num_layers, num_segments, num_classes were not counted as sizes).
+HOSTILE = {
+    "num_layers": ("backbone", {"num_layers": 3000}),  # about 1 MB of Python objects per layer
+    "num_segments": ("backbone", {"num_segments": 2_000_000_000}),  # an embedding of 2e9 x 4
+    "num_classes": ("task", {"num_classes": 2_000_000_000}),  # a Dense kernel of 4 x 2e9
+}
+
+
+def _hostile_copy(folder, target, where, change):
+    shutil.copytree(folder, target)
+    for name in ("config.json", "task.json"):
+        content = json.loads((target / name).read_text())
+        if where == "task" and name == "task.json":
+            content["config"].update(change)
+        elif where == "backbone":
+            (content["config"]["backbone"]["config"] if name == "task.json" else content["config"]).update(change)
+        (target / name).write_text(json.dumps(content))
+    return target
+
+
+def _lying_weights_copy(folder, target):
+    """A weights file whose first array declares 2**31 float32 values (8 GB) and stores none."""
+    import h5py
+
+    shutil.copytree(folder, target)
+    with h5py.File(target / "model.weights.h5", "r+") as file:
+        names = []
+        file.visititems(lambda name, item: names.append(name) if isinstance(item, h5py.Dataset) else None)
+        del file[names[0]]
+        file.create_dataset(names[0], shape=(1 << 31,), dtype="float32")
+    assert (target / "model.weights.h5").stat().st_size < 1 << 20
+    return target
+
+
+def test_hostile_presets_are_refused_under_a_memory_limit(preset, tmp_path):
+    """Was: these went to from_preset and built (or read) gigabytes. Run in a fresh process limited to
+    4 GB of address space, so that a regression fails with MemoryError instead of exhausting the machine."""
+    import subprocess
+    import sys
+
+    folder, _ = preset
+    folders = [str(_hostile_copy(folder, tmp_path / name, *HOSTILE[name])) for name in sorted(HOSTILE)]
+    folders.append(str(_lying_weights_copy(folder, tmp_path / "lying")))
+    code = textwrap.dedent(f"""
+        import resource
+        resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+        import json, os
+        os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
+        from helpers.shipped_models import NotAPresetError, load_preset
+        for folder in {folders!r}:
+            try:
+                load_preset(folder)
+                print(json.dumps("built"))
+            except NotAPresetError as error:
+                print(json.dumps("refused: " + error.reason))
+            except BaseException as error:
+                print(json.dumps(type(error).__name__))
+        """)
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=240,
+                         env={**os.environ, "PYTHONPATH": os.getcwd(), "KERAS_BACKEND": "tensorflow"})
+    results = [json.loads(line) for line in run.stdout.splitlines() if line.startswith('"')]
+    assert len(results) == len(folders), run.stderr[-2000:]
+    assert all(result.startswith("refused:") and "exhaust memory" in result for result in results), results
+    assert "num_classes 2000000000" in results[0] and "3000 repeated parts" in results[1]
+    assert "num_segments 2000000000" in results[2] and "model.weights.h5 declares arrays of 85899" in results[3]
+
+
+@pytest.mark.parametrize("key", ["vocab", "vocabulary_size", "vocab_size", "d_model", "hidden_size", "width",
+                                 "ffn_dim", "intermediate_size", "n_positions", "max_position_embeddings",
+                                 "num_tokens", "image_size"])
+def test_any_integer_a_configuration_declares_is_a_size(preset, tmp_path, key):
+    """Was: only *_size, *_dim and *_length keys counted; `vocab`, `width`, `n_positions`... passed."""
+    folder, _ = preset
+    target = _hostile_copy(folder, tmp_path / key, "backbone", {key: 3_000_000_000})
+    trap = [trap for trap in describe_preset(target).traps if "exhaust memory" in trap]
+    assert trap and f"{key} 3000000000" in trap[0] and str(tmp_path) not in trap[0]
+    assert "exhaust memory" in identify(target).blocked
+
+
+@pytest.mark.parametrize("key", ["num_layers", "n_layer", "num_hidden_layers", "depth", "num_blocks",
+                                 "stackwise_num_blocks", "num_experts"])
+def test_counts_of_repeated_parts_are_bounded(preset, tmp_path, key):
+    folder, _ = preset
+    value = [500, 500] if key.startswith("stackwise") else 1000
+    trap = describe_preset(_hostile_copy(folder, tmp_path / key, "backbone", {key: value})).traps
+    assert any(("1000 repeated parts" in line or "1001 repeated parts" in line) and "(at most 64)" in line
+               and "exhaust memory" in line for line in trap), trap  # 1001: with num_layers 1
+
+
+def test_real_presets_and_constants_are_accepted(preset, tmp_path):
+    folder, _ = preset
+    assert describe_preset(folder).traps == [] and not identify(folder).blocked
+    stored = os.path.join(os.path.dirname(__file__), "data", "kerashub021", "bert_tiny")
+    assert not any("exhaust" in trap for trap in describe_preset(stored).traps) and not identify(stored).blocked
+    # RoPE constants, seeds, ids and Keras's shared_object_id size nothing
+    constants = {"rope_max_wavelength": 500_000, "rope_theta": 1_000_000, "seed": 2**31 - 1,
+                 "shared_object_id": 140492288700624, "pad_token_id": 50_000}
+    target = _hostile_copy(folder, tmp_path / "constants", "backbone", constants)
+    assert not any("exhaust" in trap for trap in describe_preset(target).traps)
 
 
 def test_describe_preset_odd_json_and_other_formats(preset, tmp_path):

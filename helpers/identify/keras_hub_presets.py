@@ -30,7 +30,8 @@ from typing import Any
 from helpers.identify.answer import Identification, loading_code, not_model
 from helpers.trust import MODULES
 
-__all__ = ["looks_like_preset", "read_preset_folder"]
+__all__ = ["declared_integers", "declared_scale", "looks_like_preset", "read_preset_folder", "too_large",
+           "weight_bytes"]
 
 
 def _other_format(folder: str) -> str | None:
@@ -93,27 +94,104 @@ def _readable_hdf5(path: str) -> bool:
     return True
 
 
-def _declared(config: Any) -> int:
-    """The product of the two largest sizes (``*_size``, ``*_dim``, ``*_length``) a configuration declares."""
-    sizes: list[int] = []
+# What a configuration may declare, against what its weight files hold (bytes on disk: every stored value
+# takes at least a byte, and no header can make a file larger than it is). Measured on KerasHub 0.32's
+# BertBackbone: each block (layer) built costs about 1 MB and 44 ms of Python objects, however small its
+# arrays, so counts of repeated parts get their own bound.
+ELEMENTS_FLOOR = 1 << 25  # declared elements any preset may build (about 128 MB of float32)
+ELEMENTS_PER_BYTE = 64  # beyond the floor: declared elements per byte of weight files
+COUNTS_FLOOR = 64  # repeated parts (layers, blocks, experts...) any preset may build
+BYTES_PER_COUNT = 1 << 18  # beyond the floor: one repeated part per 256 KiB of weight files
+NOT_SIZES = ("wavelength", "theta", "freq", "seed")  # integers that size nothing (RoPE constants, seeds)
+COUNT_WORDS = ("layer", "block", "depth", "repeat", "stage", "expert")
 
-    def walk(item: Any) -> None:
-        if isinstance(item, dict):
-            for key, value in item.items():
-                if isinstance(value, int) and not isinstance(value, bool) and str(key).endswith(
-                        ("_size", "_dim", "_length")):
-                    sizes.append(abs(value))
-                else:
-                    walk(value)
-        elif isinstance(item, list):
-            for value in item:
-                walk(value)
 
-    walk(config)
-    product = 1
-    for size in sorted(sizes)[-2:]:
-        product *= size
-    return product if sizes else 0
+def declared_integers(config: Any, where: str = "") -> list[tuple[str, int]]:
+    """Every integer a configuration declares (bools aside), with its place (``config.hidden_dim``).
+
+    Example:
+        >>> declared_integers({"config": {"vocab": 9, "dims": [4, 2], "bias": True, "dropout": 0.1}})
+        [('config.vocab', 9), ('config.dims[0]', 4), ('config.dims[1]', 2)]
+    """
+    found: list[tuple[str, int]] = []
+    if isinstance(config, dict):
+        for key, value in config.items():
+            found += declared_integers(value, f"{where}.{key}" if where else str(key))
+    elif isinstance(config, list):
+        for index, value in enumerate(config):
+            found += declared_integers(value, f"{where}[{index}]")
+    elif isinstance(config, int) and not isinstance(config, bool):
+        found.append((where, abs(config)))
+    return found
+
+
+def _last_key(place: str) -> str:
+    return place.split("[")[0].rsplit(".", 1)[-1].lower()
+
+
+def _is_size(place: str) -> bool:
+    key = _last_key(place)
+    return not key.endswith("_id") and not any(word in key for word in NOT_SIZES)
+
+
+def declared_scale(config: Any) -> tuple[int, int, str]:
+    """What building ``config`` may allocate: (elements, repeated parts, the integers that say so).
+
+    Every integer is a size unless its name says it is a RoPE constant, a seed (``NOT_SIZES``) or
+    an identifier (``..._id``: a token id, Keras's ``shared_object_id``), whatever it is called (``vocab``, ``vocabulary_size``, ``d_model``...); one whose name counts
+    repeated parts (``COUNT_WORDS``: ``num_layers``, ``n_layer``, ``stackwise_num_blocks``...) is a
+    count too. Elements: the two largest sizes multiplied (an embedding table is vocabulary x
+    hidden), times one plus all counts (each part holds such arrays).
+
+    Example:
+        >>> declared_scale({"vocab": 50_000, "d_model": 512, "n_layer": 4, "rope_max_wavelength": 10_000})
+        (128000000, 4, 'vocab 50000 x d_model 512 x (1 + 4 repeated parts)')
+    """
+    integers = [(place, value) for place, value in declared_integers(config) if _is_size(place)]
+    counts = sum(value for place, value in integers if any(word in _last_key(place) for word in COUNT_WORDS))
+    largest = sorted(integers, key=lambda item: item[1])[-2:]
+    elements = 1
+    for _, value in largest:
+        elements *= value
+    elements = elements * (1 + counts) if largest else 0
+    shown = " x ".join(f"{_last_key(place)} {value}" for place, value in reversed(largest))
+    return elements, counts, f"{shown or 'nothing'} x (1 + {counts} repeated parts)"
+
+
+def weight_bytes(folder: str) -> int:
+    """The bytes a preset's weight files (``*.weights.h5``, shards included) hold on disk."""
+    return sum(os.path.getsize(os.path.join(folder, name)) for name in os.listdir(folder)
+               if name.endswith(".weights.h5") and os.path.isfile(os.path.join(folder, name)))
+
+
+def too_large(folder: str, *configs: Any) -> str | None:
+    """Why building a preset's configurations could exhaust memory, against its weight files; None if it cannot.
+
+    A configuration may declare at most ``ELEMENTS_FLOOR`` elements, or ``ELEMENTS_PER_BYTE`` per
+    byte of weight files, and at most ``COUNTS_FLOOR`` repeated parts, or one per
+    ``BYTES_PER_COUNT`` bytes (see ``declared_scale``). Reads file sizes only.
+
+    Example:
+        >>> import tempfile
+        >>> too_large(tempfile.mkdtemp(), {"config": {"vocab": 9, "hidden": 4, "num_layers": 1}}) is None
+        True
+        >>> why = too_large(tempfile.mkdtemp(), {"config": {"vocab": 2_000_000_000, "hidden": 4}})
+        >>> why.split(": ")
+        ['its configuration declares vocab 2000000000 x hidden 4 x (1 + 0 repeated parts)',
+         '8.0e+09 elements from 0 bytes of weight files (at most 3.4e+07)']
+    """
+    stored = weight_bytes(folder)
+    element_limit = max(ELEMENTS_FLOOR, ELEMENTS_PER_BYTE * stored)
+    count_limit = max(COUNTS_FLOOR, stored // BYTES_PER_COUNT)
+    for config in configs:
+        elements, counts, shown = declared_scale(config)
+        if counts > count_limit:
+            return (f"its configuration declares {counts} repeated parts (layers, blocks...) from {stored} bytes "
+                    f"of weight files (at most {count_limit})")
+        if elements > element_limit:
+            return (f"its configuration declares {shown}: {elements:.1e} elements from {stored} bytes of weight "
+                    f"files (at most {element_limit:.1e})")
+    return None
 
 
 def read_preset_folder(folder: str) -> Identification:
@@ -151,11 +229,9 @@ def read_preset_folder(folder: str) -> Identification:
     if isinstance(backbone, dict) and backbone.get("config") != config.get("config"):
         info.traps.append("task.json carries its own backbone configuration, which differs from config.json's: "
                           "a task load builds the backbone from task.json")
-    declared = max(_declared(config), _declared(task))
-    count = metadata.get("parameter_count")
-    if declared > max(10**8, 16 * (count if isinstance(count, int) and count > 0 else 0)):
-        info.blocked = (f"its configuration declares sizes whose product is {declared:.1e} elements, far beyond "
-                        f"its parameter_count ({count}): building it may exhaust memory")
+    large = too_large(folder, config, task)
+    if large:
+        info.blocked = f"{large}: building it may exhaust memory"
         info.traps.append(info.blocked)
     registered = [str(item.get("registered_name") or "") for item in (config, main)]
     foreign = sorted({name for name in registered if name and not name.startswith("keras_hub>")})
