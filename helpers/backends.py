@@ -32,6 +32,7 @@ import numpy as np
 from helpers.errors import BackendMismatchError, NotAKerasFileError
 from helpers.files import check_archive_sizes, path_text
 from helpers.fresh_process import call_in_fresh_process
+from helpers.identify.orbax_folders import looks_like_orbax, read_orbax_folder
 
 __all__ = ["BackendMismatchError", "BackendReport", "BackendRow", "backend_available", "check_across_backends",
            "pack_inputs", "unpack_inputs"]
@@ -131,6 +132,10 @@ def _check_path(path: str) -> None:
     if not os.path.exists(path):
         raise NotAKerasFileError(path, "no such file")
     if os.path.isdir(path):
+        if looks_like_orbax(path):
+            damage = read_orbax_folder(path).reason  # the folder's files checked, nothing loaded
+            raise NotAKerasFileError(path, damage or "an Orbax checkpoint folder, not a .keras file: load it "
+                                     "with keras.saving.load_model(folder), save it as .keras and check that file")
         raise NotAKerasFileError(path, "a folder, not a .keras file (a SavedModel or an Orbax checkpoint "
                                        "is not a Keras 3 model file; see helpers.identify)")
     if not zipfile.is_zipfile(path):

@@ -205,3 +205,17 @@ def test_damage_is_found_without_tensorflow_and_without_reading_the_values(writt
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                          env={**os.environ, "PYTHONPATH": os.getcwd()}).stdout.splitlines()
     assert "is empty (0 bytes)" in out[0] and out[1:] == ["True", "[]"], out
+
+
+def test_check_across_backends_names_an_orbax_folder_and_its_damage(written, tmp_path):
+    """Was: 'a folder, not a .keras file' for any folder, a damaged Orbax folder included."""
+    from helpers.backends import check_across_backends
+    from helpers.errors import NotAKerasFileError
+
+    batch = np.zeros((2, 3), "float32")
+    with pytest.raises(NotAKerasFileError, match=r"an Orbax checkpoint folder.*load_model\(folder\), save it as"):
+        check_across_backends(written["full"], batch)
+    folder = _copy(written, tmp_path, "damaged")
+    _cut(_data_files(folder / "2")[0], 0)
+    with pytest.raises(NotAKerasFileError, match=r"step 2 is damaged: pytree/d/\w+ is empty.*earlier step"):
+        check_across_backends(folder, batch)
