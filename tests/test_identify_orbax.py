@@ -219,3 +219,26 @@ def test_check_across_backends_names_an_orbax_folder_and_its_damage(written, tmp
     _cut(_data_files(folder / "2")[0], 0)
     with pytest.raises(NotAKerasFileError, match=r"step 2 is damaged: pytree/d/\w+ is empty.*earlier step"):
         check_across_backends(folder, batch)
+
+
+def test_a_folder_jax_wrote_is_whole_until_a_file_is_cut(tmp_path):
+    """Under JAX, Orbax 0.12.8 also writes pytree/_sharding and pytree/array_metadatas/process_0 (JSON)."""
+    import subprocess
+    import sys
+    import textwrap
+
+    folder = tmp_path / "jax"
+    code = textwrap.dedent(f"""
+        import keras, numpy as np
+        model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+        model.compile("adam", "mse")
+        callback = keras.callbacks.OrbaxCheckpoint({str(folder)!r})
+        model.fit(np.ones((4, 3)), np.ones((4, 2)), verbose=0, callbacks=[callback])
+        """)
+    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, timeout=300,
+                   env={**os.environ, "KERAS_BACKEND": "jax", "PYTHONPATH": os.getcwd()})
+    info = identify(str(folder))
+    assert info.is_model and info.written_by["backend"].startswith("JAX"), info
+    assert (folder / "0" / "pytree" / "_sharding").is_file()
+    _cut(folder / "0" / "pytree" / "array_metadatas" / "process_0", 10)
+    assert "pytree/array_metadatas/process_0 is not valid JSON" in identify(str(folder)).reason
