@@ -452,6 +452,20 @@ def _lying_weights_copy(folder, target):
     return target
 
 
+def _hostile_gemma(target):
+    """A real Gemma backbone preset whose query kernel (heads x head size x hidden) is declared 4096 cubed:
+    each pair of sizes multiplied stays small, the three together are 6.9e10 values."""
+    import keras_hub
+
+    keras.utils.set_random_seed(4)
+    keras_hub.models.GemmaBackbone(vocabulary_size=10, num_layers=1, num_query_heads=2, num_key_value_heads=1,
+                                   hidden_dim=8, intermediate_dim=16, head_dim=4).save_to_preset(str(target))
+    config = json.loads((target / "config.json").read_text())
+    config["config"].update(num_query_heads=4096, head_dim=4096, hidden_dim=4096)
+    (target / "config.json").write_text(json.dumps(config))
+    return target
+
+
 def test_hostile_presets_are_refused_under_a_memory_limit(preset, tmp_path):
     """Was: these went to from_preset and built (or read) gigabytes. Run in a fresh process limited to
     4 GB of address space, so that a regression fails with MemoryError instead of exhausting the machine."""
@@ -461,6 +475,7 @@ def test_hostile_presets_are_refused_under_a_memory_limit(preset, tmp_path):
     folder, _ = preset
     folders = [str(_hostile_copy(folder, tmp_path / name, *HOSTILE[name])) for name in sorted(HOSTILE)]
     folders.append(str(_lying_weights_copy(folder, tmp_path / "lying")))
+    folders.append(str(_hostile_gemma(tmp_path / "gemma")))
     code = textwrap.dedent(f"""
         import resource
         resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
@@ -483,6 +498,7 @@ def test_hostile_presets_are_refused_under_a_memory_limit(preset, tmp_path):
     assert all(result.startswith("refused:") and "exhaust memory" in result for result in results), results
     assert "num_classes 2000000000" in results[0] and "3000 repeated parts" in results[1]
     assert "num_segments 2000000000" in results[2] and "model.weights.h5 declares arrays of 85899" in results[3]
+    assert "num_query_heads 4096 x num_key_value_heads 1 x head_dim 4096 x hidden_dim 4096" in results[4]
 
 
 @pytest.mark.parametrize("key", ["vocab", "vocabulary_size", "vocab_size", "d_model", "hidden_size", "width",

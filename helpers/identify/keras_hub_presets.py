@@ -104,13 +104,16 @@ COUNTS_FLOOR = 64  # repeated parts (layers, blocks, experts...) any preset may 
 BYTES_PER_COUNT = 1 << 18  # beyond the floor: one repeated part per 256 KiB of weight files
 NOT_SIZES = ("wavelength", "theta", "freq", "seed")  # integers that size nothing (RoPE constants, seeds)
 COUNT_WORDS = ("layer", "block", "depth", "repeat", "stage", "expert")
+HEAD_WORDS = ("head", "key_dim", "value_dim")  # attention kernels: heads x head size x hidden, three sizes in one
 
 
 def declared_integers(config: Any, where: str = "") -> list[tuple[str, int]]:
     """Every integer a configuration declares (bools aside), with its place (``config.hidden_dim``).
 
+    Whole floats count (``4096.0``); other floats do not.
+
     Example:
-        >>> declared_integers({"config": {"vocab": 9, "dims": [4, 2], "bias": True, "dropout": 0.1}})
+        >>> declared_integers({"config": {"vocab": 9, "dims": [4, 2.0], "bias": True, "dropout": 0.1}})
         [('config.vocab', 9), ('config.dims[0]', 4), ('config.dims[1]', 2)]
     """
     found: list[tuple[str, int]] = []
@@ -122,6 +125,8 @@ def declared_integers(config: Any, where: str = "") -> list[tuple[str, int]]:
             found += declared_integers(value, f"{where}[{index}]")
     elif isinstance(config, int) and not isinstance(config, bool):
         found.append((where, abs(config)))
+    elif isinstance(config, float) and config.is_integer():  # 4096.0 sizes a layer as 4096 does
+        found.append((where, int(abs(config))))
     return found
 
 
@@ -138,14 +143,19 @@ def declared_scale(config: Any) -> tuple[int, int, str]:
     """What building ``config`` may allocate: (elements, repeated parts, the integers that say so).
 
     Every integer is a size unless its name says it is a RoPE constant, a seed (``NOT_SIZES``) or
-    an identifier (``..._id``: a token id, Keras's ``shared_object_id``), whatever it is called (``vocab``, ``vocabulary_size``, ``d_model``...); one whose name counts
+    an identifier (``..._id``: a token id, Keras's ``shared_object_id``), whatever it is called
+    (``vocab``, ``vocabulary_size``, ``d_model``...); one whose name counts
     repeated parts (``COUNT_WORDS``: ``num_layers``, ``n_layer``, ``stackwise_num_blocks``...) is a
     count too. Elements: the two largest sizes multiplied (an embedding table is vocabulary x
-    hidden), times one plus all counts (each part holds such arrays).
+    hidden), times one plus all counts (each part holds such arrays); or, when larger, the sizes
+    that shape attention heads (``HEAD_WORDS``: ``num_heads``, ``head_dim``...) multiplied with the
+    largest other size (a query kernel is heads x head size x hidden, three sizes in one array).
 
     Example:
         >>> declared_scale({"vocab": 50_000, "d_model": 512, "n_layer": 4, "rope_max_wavelength": 10_000})
         (128000000, 4, 'vocab 50000 x d_model 512 x (1 + 4 repeated parts)')
+        >>> declared_scale({"hidden_dim": 4096, "num_query_heads": 4096, "head_dim": 4096})
+        (68719476736, 0, 'num_query_heads 4096 x head_dim 4096 x hidden_dim 4096')
     """
     integers = [(place, value) for place, value in declared_integers(config) if _is_size(place)]
     counts = sum(value for place, value in integers if any(word in _last_key(place) for word in COUNT_WORDS))
@@ -155,7 +165,18 @@ def declared_scale(config: Any) -> tuple[int, int, str]:
         elements *= value
     elements = elements * (1 + counts) if largest else 0
     shown = " x ".join(f"{_last_key(place)} {value}" for place, value in reversed(largest))
-    return elements, counts, f"{shown or 'nothing'} x (1 + {counts} repeated parts)"
+    shown = f"{shown or 'nothing'} x (1 + {counts} repeated parts)"
+    heads = [(place, value) for place, value in integers if any(word in _last_key(place) for word in HEAD_WORDS)]
+    others = [(place, value) for place, value in integers if (place, value) not in heads]
+    if heads and others:
+        attention = max(others, key=lambda item: item[1])[1]
+        for _, value in heads:
+            attention *= value
+        if attention > elements:
+            parts = heads + [max(others, key=lambda item: item[1])]
+            shown = " x ".join(f"{_last_key(place)} {value}" for place, value in parts)
+            elements = attention
+    return elements, counts, shown
 
 
 def weight_bytes(folder: str) -> int:
