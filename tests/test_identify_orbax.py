@@ -143,7 +143,7 @@ def test_a_relative_step_folder_keeps_the_path_as_given(written, tmp_path, monke
     info = identify(os.path.join("relative", "2"))
     assert info.how_to_load.startswith("path = 'relative'")
     assert str(tmp_path) not in info.how_to_load
-    assert any("not every value's checksum" in trap for trap in info.traps)
+    assert any("zstd frames, not decoded" in trap for trap in info.traps)
 
 
 def _data_files(step):
@@ -242,3 +242,40 @@ def test_a_folder_jax_wrote_is_whole_until_a_file_is_cut(tmp_path):
     assert (folder / "0" / "pytree" / "_sharding").is_file()
     _cut(folder / "0" / "pytree" / "array_metadatas" / "process_0", 10)
     assert "pytree/array_metadatas/process_0 is not valid JSON" in identify(str(folder)).reason
+
+
+BIG_MODEL = """
+import keras, numpy as np
+keras.utils.set_random_seed(3)
+model = keras.Sequential([keras.Input((128,)), keras.layers.Dense(128, name="big"), keras.layers.Dense(1)])
+model.compile(keras.optimizers.Adam(0.01), "mse")
+data = np.random.default_rng(3).normal(size=(16, 128)).astype("float32")
+model.fit(data, data[:, :1], epochs=2, batch_size=8, verbose=0,
+          callbacks=[keras.callbacks.OrbaxCheckpoint(FOLDER, max_to_keep=2)])
+"""
+
+
+def _zstd_value_files(folder):
+    return [path for path in folder.rglob("*") if path.is_file() and path.parent.name == "d"
+            and path.read_bytes()[:4] == b"\x28\xb5\x2f\xfd"]
+
+
+@pytest.mark.parametrize("backend", ["tensorflow", "jax"])
+def test_a_healthy_folder_with_a_64_kb_array_is_whole_and_loads(tmp_path, backend):
+    """Review F1: a kernel of 128 x 128 float32 (64 KB) is written as a zstd frame (28 b5 2f fd) in d/,
+    not an OCDBT file; it was named 'damaged or replaced'. Written in a fresh process under each backend."""
+    import subprocess
+    import sys
+
+    folder = tmp_path / backend
+    subprocess.run([sys.executable, "-c", f"FOLDER = {str(folder)!r}\n" + BIG_MODEL], check=True,
+                   capture_output=True, timeout=300,
+                   env={**os.environ, "KERAS_BACKEND": backend, "PYTHONPATH": os.getcwd()})
+    assert _zstd_value_files(folder / "1"), "no zstd value file: the test no longer covers the case"
+    assert step_damage(str(folder / "1")) is None
+    info = identify(str(folder))
+    assert info.is_model and info.kind == "orbax-checkpoint", info.reason
+    verification = info.verify()
+    assert verification.ok, verification
+    _cut(_zstd_value_files(folder / "1")[0], 0)  # an emptied value file is still named
+    assert "is empty (0 bytes)" in identify(str(folder)).reason

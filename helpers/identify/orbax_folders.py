@@ -9,12 +9,17 @@ configuration as a string). An unfinished save is a folder named ``N.orbax-check
 Everything here is read from the JSON files and the headers of the OCDBT files; nothing imports
 TensorFlow, JAX or Orbax, and nothing the folder carries runs.
 
-Every OCDBT file (each ``manifest.ocdbt`` and each data file under a ``d/`` folder) begins with a
-4-byte magic number (``0c db 3a 2a`` for a manifest, ``0c db 20 de`` for a data file) and its own
-length in bytes (8 bytes, little-endian), and ends with a CRC-32C of the bytes before it (4 bytes,
-little-endian), measured on orbax-checkpoint 0.12.8's files. ``step_damage`` checks each file's
-header against its size (12 bytes read, however large the file), the checksum of the small ones,
-and that every JSON metadata file parses: a truncated, emptied or cut file names the step damaged.
+The files under a ``d/`` folder are of two kinds (measured on orbax-checkpoint 0.12.8's files, written
+under TensorFlow and under JAX). An OCDBT file (each ``manifest.ocdbt``, and each data file holding
+small values) begins with a 4-byte magic number (``0c db 3a 2a`` for a manifest, ``0c db 20 de`` for a
+data file) and its own length in bytes (8 bytes, little-endian), and ends with a CRC-32C of the bytes
+before it (4 bytes, little-endian). A value of about 4 KB or more (a 32 x 32 float32 kernel) is
+written on its own as a zstd frame: it begins with zstd's magic number ``28 b5 2f fd`` and carries no
+length or checksum readable without decoding it. ``step_damage`` checks each OCDBT file's header
+against its size (12 bytes read, however large the file) and the checksum of the small ones, that
+each zstd value file is more than its magic number (it is not decoded), and that every JSON
+metadata file parses: a truncated, emptied or cut OCDBT or metadata file, or an emptied value file,
+names the step damaged. A changed or cut byte inside a zstd value file shows only when loading.
 
 Example:
     >>> import json, tempfile
@@ -47,6 +52,8 @@ __all__ = ["looks_like_orbax", "orbax_steps", "read_orbax_folder", "step_damage"
 STEP_METADATA = "_CHECKPOINT_METADATA"
 TMP = ".orbax-checkpoint-tmp"
 OCDBT_MAGIC = {b"\x0c\xdb\x3a\x2a": "manifest", b"\x0c\xdb\x20\xde": "data file"}
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"  # a value of about 4 KB or more, written on its own as a zstd frame
+ZSTD_SMALLEST = 9  # magic (4), frame header (at least 2), one block header (3)
 JSON_NAMES = ("_METADATA", "_CHECKPOINT_METADATA", "_sharding", ".zarray", "zarr.json")
 CHECKSUM_LIMIT = 1 << 16  # files up to this many bytes have their CRC-32C checked (cheap); larger: header only
 JSON_LIMIT = 1 << 26  # metadata files are parsed up to this size; a larger one is not Orbax's metadata
@@ -111,14 +118,16 @@ def crc32c(data: bytes) -> int:
 
 
 def _ocdbt_damage(path: str) -> str | None:
-    """What is wrong with one OCDBT file (manifest or data file), from its header and size; None if nothing."""
+    """What is wrong with one OCDBT file or zstd value file, from its header and size; None if nothing."""
     size = os.path.getsize(path)
     if size == 0:
         return "is empty (0 bytes)"
     with open(path, "rb") as file:
         head = file.read(12)
+        if head[:4] == ZSTD_MAGIC and os.path.basename(os.path.dirname(path)) == "d":
+            return None if size >= ZSTD_SMALLEST else f"is cut: a zstd value file of {size} bytes"
         if len(head) < 12 or head[:4] not in OCDBT_MAGIC:
-            return f"is not an OCDBT file ({size} bytes, no OCDBT header): damaged or replaced"
+            return f"is not an OCDBT or zstd file ({size} bytes, no OCDBT or zstd header): damaged or replaced"
         declared = struct.unpack("<Q", head[4:])[0]
         if declared != size:
             return (f"is cut: its header declares {declared} bytes, the file holds {size}"
@@ -234,8 +243,9 @@ def read_orbax_folder(folder: str) -> Identification:
     if step_name is not None:
         info.traps.append("this is one step of an Orbax folder: Keras loads the folder above it")
     info.traps.append("Orbax needs absolute paths when writing: prove a restore by outputs")
-    info.traps.append("identify checks each file's length and metadata, not every value's checksum: "
-                      "a changed byte in a large data file shows only when loading")
+    info.traps.append("identify checks each OCDBT file's length, small files' checksums and the metadata, "
+                      "not the values of 4 KB or more (zstd frames, not decoded): a changed or cut byte "
+                      "there shows only when loading")
     target = root
     if keras_written:
         info.how_to_load = loading_code(target, """
