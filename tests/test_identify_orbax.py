@@ -279,3 +279,63 @@ def test_a_healthy_folder_with_a_64_kb_array_is_whole_and_loads(tmp_path, backen
     assert verification.ok, verification
     _cut(_zstd_value_files(folder / "1")[0], 0)  # an emptied value file is still named
     assert "is empty (0 bytes)" in identify(str(folder)).reason
+
+
+def _sparse(path, size, head):
+    with open(path, "wb") as file:
+        file.write(head)
+        file.truncate(size)
+
+
+F3_DAMAGE = {  # Review F3: each raised a raw error (MemoryError, RecursionError, OSError naming a path)
+    "huge step metadata": (lambda step: _sparse(step / "_CHECKPOINT_METADATA", 20 << 30, b"{"),
+                           "_CHECKPOINT_METADATA is 21474836480 bytes"),
+    "huge pytree metadata": (lambda step: _sparse(step / "pytree" / "_METADATA", 20 << 30, b'{"tree_metadata": {'),
+                             "pytree/_METADATA is 21474836480 bytes"),
+    "deep pytree metadata": (lambda step: (step / "pytree" / "_METADATA").write_text("[" * 200000 + "]" * 200000),
+                             "pytree/_METADATA is nested too deeply"),
+    "deep step metadata": (lambda step: (step / "_CHECKPOINT_METADATA").write_text("[" * 200000 + "]" * 200000),
+                           "_CHECKPOINT_METADATA is nested too deeply"),
+    "dangling data file": (lambda step: _dangle(_data_files(step)[0]), "cannot be read (No such file or directory)"),
+    "looping metadata": (lambda step: _loop(step / "pytree" / "_METADATA"),
+                         "pytree/_METADATA cannot be read (Too many levels of symbolic links)"),
+}
+
+
+def _dangle(path):
+    path.unlink()
+    path.symlink_to(path.parent / "gone")
+
+
+def _loop(path):
+    path.unlink()
+    path.symlink_to(path)
+
+
+@pytest.mark.parametrize("damage", sorted(F3_DAMAGE))
+def test_huge_deep_or_unreadable_files_are_named_without_a_raw_error(written, tmp_path, damage):
+    """Run under a 2 GB address-space limit: nothing is read whole before its size is known."""
+    import subprocess
+    import sys
+
+    folder = _copy(written, tmp_path, "f3")
+    change, words = F3_DAMAGE[damage]
+    change(folder / "2")
+    code = ("import resource, sys; resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30)); "
+            "from helpers.identify import identify; "
+            f"info = identify({str(folder)!r}); print(info.is_model); print(info.reason)")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "PYTHONPATH": os.getcwd()})
+    out = run.stdout.splitlines()
+    assert out[:1] == ["False"], (run.stdout, run.stderr[-800:])
+    assert "step 2 is damaged" in out[1] and words in out[1], out[1]
+    assert str(tmp_path) not in out[1]
+
+
+@pytest.mark.parametrize("tree", ['[]', '{"tree_metadata": [1]}', '{"tree_metadata": {"(\'a\',)": [1]}}'])
+def test_metadata_of_the_wrong_shape_raises_nothing_raw(written, tmp_path, tree):
+    """Was: AttributeError ('list' object has no attribute 'get') from a _METADATA of the wrong shape."""
+    folder = _copy(written, tmp_path, "shape")
+    (folder / "2" / "pytree" / "_METADATA").write_text(tree)
+    info = identify(str(folder))
+    assert info.kind in ("orbax-checkpoint", "not-a-model")

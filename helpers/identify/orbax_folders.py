@@ -47,7 +47,7 @@ from typing import Any
 
 from helpers.identify.answer import Identification, loading_code, not_model
 
-__all__ = ["looks_like_orbax", "orbax_steps", "read_orbax_folder", "step_damage"]
+__all__ = ["looks_like_orbax", "orbax_steps", "read_json", "read_orbax_folder", "step_damage"]
 
 STEP_METADATA = "_CHECKPOINT_METADATA"
 TMP = ".orbax-checkpoint-tmp"
@@ -83,12 +83,39 @@ def looks_like_orbax(folder: str) -> bool:
                for name in names)
 
 
-def _json(path: str) -> Any:
+def read_json(path: str) -> tuple[Any, str | None]:
+    """A metadata file's JSON value and None, or None and what is wrong with it (no machine path).
+
+    The size is checked before anything is read: a file over ``JSON_LIMIT`` bytes is refused unread.
+
+    Example:
+        >>> import tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "_METADATA")
+        >>> with open(path, "w") as file:
+        ...     _ = file.write("[" * 100000 + "]" * 100000)
+        >>> read_json(path)
+        (None, 'is nested too deeply to be Orbax metadata (200000 bytes): damaged or replaced')
+    """
     try:
-        with open(path, encoding="utf-8") as file:
-            return json.load(file)
-    except (OSError, ValueError):
-        return None
+        size = os.stat(path).st_size
+        if size == 0:
+            return None, "is empty (0 bytes)"
+        if size > JSON_LIMIT:
+            return None, f"is {size} bytes, more than any Orbax metadata file (limit {JSON_LIMIT}): damaged or replaced"
+        with open(path, "rb") as file:
+            text = file.read(JSON_LIMIT + 1)
+    except OSError as error:
+        return None, f"cannot be read ({error.strerror or type(error).__name__})"
+    try:
+        return json.loads(text.decode("utf-8")), None
+    except RecursionError:
+        return None, f"is nested too deeply to be Orbax metadata ({size} bytes): damaged or replaced"
+    except ValueError:  # UnicodeDecodeError and JSONDecodeError included
+        return None, f"is not valid JSON ({size} bytes): cut or damaged"
+
+
+def _json(path: str) -> Any:
+    return read_json(path)[0]
 
 
 def _crc32c_table() -> list[int]:
@@ -119,24 +146,35 @@ def crc32c(data: bytes) -> int:
 
 def _ocdbt_damage(path: str) -> str | None:
     """What is wrong with one OCDBT file or zstd value file, from its header and size; None if nothing."""
-    size = os.path.getsize(path)
-    if size == 0:
-        return "is empty (0 bytes)"
-    with open(path, "rb") as file:
-        head = file.read(12)
-        if head[:4] == ZSTD_MAGIC and os.path.basename(os.path.dirname(path)) == "d":
-            return None if size >= ZSTD_SMALLEST else f"is cut: a zstd value file of {size} bytes"
-        if len(head) < 12 or head[:4] not in OCDBT_MAGIC:
-            return f"is not an OCDBT or zstd file ({size} bytes, no OCDBT or zstd header): damaged or replaced"
-        declared = struct.unpack("<Q", head[4:])[0]
-        if declared != size:
-            return (f"is cut: its header declares {declared} bytes, the file holds {size}"
-                    if declared > size else f"holds {size} bytes, its header declares {declared}")
-        if size <= CHECKSUM_LIMIT:
-            data = head + file.read()
-            if len(data) < 16 or crc32c(data[:-4]) != struct.unpack("<I", data[-4:])[0]:
-                return "fails its CRC-32C checksum (a changed byte)"
+    try:
+        size = os.stat(path).st_size
+        if size == 0:
+            return "is empty (0 bytes)"
+        with open(path, "rb") as file:
+            head = file.read(12)
+            rest = file.read(CHECKSUM_LIMIT) if size <= CHECKSUM_LIMIT else b""
+    except OSError as error:
+        return f"cannot be read ({error.strerror or type(error).__name__})"
+    if head[:4] == ZSTD_MAGIC and os.path.basename(os.path.dirname(path)) == "d":
+        return None if size >= ZSTD_SMALLEST else f"is cut: a zstd value file of {size} bytes"
+    if len(head) < 12 or head[:4] not in OCDBT_MAGIC:
+        return f"is not an OCDBT or zstd file ({size} bytes, no OCDBT or zstd header): damaged or replaced"
+    declared = struct.unpack("<Q", head[4:])[0]
+    if declared != size:
+        return (f"is cut: its header declares {declared} bytes, the file holds {size}"
+                if declared > size else f"holds {size} bytes, its header declares {declared}")
+    if size <= CHECKSUM_LIMIT:
+        data = head + rest
+        if len(data) < 16 or crc32c(data[:-4]) != struct.unpack("<I", data[-4:])[0]:
+            return "fails its CRC-32C checksum (a changed byte)"
     return None
+
+
+def _listdir(folder: str) -> list[str]:
+    try:
+        return os.listdir(folder)
+    except OSError:
+        return []
 
 
 def _is_json(relative: str) -> bool:
@@ -167,16 +205,14 @@ def step_damage(step: str) -> str | None:
         relative_root = os.path.relpath(root, step).replace(os.sep, "/")
         prefix = "" if relative_root == "." else relative_root + "/"
         if "manifest.ocdbt" in files and not any(
-                os.listdir(os.path.join(root, name)) for name in folders if name == "d"):
+                _listdir(os.path.join(root, name)) for name in folders if name == "d"):
             return f"{prefix}manifest.ocdbt has no data files beside it ({prefix}d/ is missing or empty)"
         for name in sorted(files):
             path, relative = os.path.join(root, name), prefix + name
             if name == "manifest.ocdbt" or os.path.basename(root) == "d":
                 problem = _ocdbt_damage(path)
             elif _is_json(relative):
-                size = os.path.getsize(path)
-                problem = ("is empty (0 bytes)" if size == 0 else None if size > JSON_LIMIT else
-                           None if _json(path) is not None else f"is not valid JSON ({size} bytes): cut or damaged")
+                problem = read_json(path)[1]
             else:
                 continue
             if problem:
@@ -186,13 +222,15 @@ def step_damage(step: str) -> str | None:
 
 def _groups(step: str) -> tuple[Counter, Counter]:
     """How many values each group holds (trainable_variables...), and their value types."""
-    metadata = _json(os.path.join(step, "pytree", "_METADATA")) or {}
+    metadata = _json(os.path.join(step, "pytree", "_METADATA"))
+    tree = metadata.get("tree_metadata") if isinstance(metadata, dict) else None
     groups: Counter = Counter()
     types: Counter = Counter()
-    for key, entry in (metadata.get("tree_metadata") or {}).items():
+    for key, entry in (tree.items() if isinstance(tree, dict) else ()):
         first = key.strip("()").split(",")[0].strip().strip("'\"")
         groups[first] += 1
-        types[((entry or {}).get("value_metadata") or {}).get("value_type", "?")] += 1
+        value = entry.get("value_metadata") if isinstance(entry, dict) else None
+        types[str(value.get("value_type", "?")) if isinstance(value, dict) else "?"] += 1
     return groups, types
 
 
@@ -213,10 +251,11 @@ def read_orbax_folder(folder: str) -> Identification:
                        "relative path given to OrbaxCheckpoint ends this way")
         return not_model(folder, reason)
     latest = os.path.join(root, step_name if step_name is not None else str(steps[-1]))
-    metadata = _json(os.path.join(latest, STEP_METADATA))
-    if not isinstance(metadata, dict):
+    metadata, problem = read_json(os.path.join(latest, STEP_METADATA))
+    if problem or not isinstance(metadata, dict):
         return not_model(folder, f"an Orbax folder whose step {os.path.basename(latest)} is damaged: its "
-                                 f"{STEP_METADATA} is not valid JSON; load an earlier step or save again")
+                                 f"{STEP_METADATA} {problem or 'is not a JSON object'}; "
+                                 "load an earlier step or save again")
     if not os.path.isdir(os.path.join(latest, "pytree")) or not os.listdir(os.path.join(latest, "pytree")):
         return not_model(folder, f"an Orbax folder whose step {os.path.basename(latest)} is damaged: it has "
                                  "no pytree/ folder (the values); load an earlier step or save again")
