@@ -59,7 +59,7 @@ from helpers.errors import (
     first_line,
 )
 from helpers.files import path_text
-from helpers.identify.keras_hub_presets import too_large
+from helpers.identify.keras_hub_presets import JSON_LIMIT, allocated_bytes, too_large
 
 __all__ = [
     "NotAKerasFileError",
@@ -491,11 +491,20 @@ class PresetDescription:
 
 
 def _read_json(folder: str, name: str) -> dict[str, Any]:
+    path = os.path.join(folder, name)
+    size = os.path.getsize(path) if os.path.isfile(path) else 0
+    if size > JSON_LIMIT:
+        raise NotAPresetError(folder, f"its {name} is {size} bytes, more than any preset's configuration "
+                                      f"(limit {JSON_LIMIT}): damaged or replaced")
     try:
-        with open(os.path.join(folder, name), encoding="utf-8") as file:
+        with open(path, encoding="utf-8") as file:
             content = json.load(file)
     except json.JSONDecodeError as error:
         raise NotAPresetError(folder, f"its {name} is not valid JSON ({error.msg})") from None
+    except RecursionError:
+        raise NotAPresetError(folder, f"its {name} is nested too deeply to be a preset's configuration") from None
+    except ValueError as error:  # an integer of more than 4300 digits
+        raise NotAPresetError(folder, f"its {name} is not valid JSON ({first_line(error)[:80]})") from None
     except (OSError, UnicodeDecodeError) as error:
         raise NotAPresetError(folder, f"its {name} cannot be read ({first_line(error)})") from None
     if not isinstance(content, dict):
@@ -506,9 +515,11 @@ def _read_json(folder: str, name: str) -> dict[str, Any]:
 def _transformers_note(folder: str) -> str | None:
     """Why a folder with a Hugging Face Transformers or timm ``config.json`` is not a KerasHub preset."""
     try:
+        if os.path.getsize(os.path.join(folder, "config.json")) > JSON_LIMIT:
+            return None  # refused by _read_json, unread
         with open(os.path.join(folder, "config.json"), encoding="utf-8") as file:
             config = json.load(file)
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
     if isinstance(config, dict) and "registered_name" not in config:
         for key, library in (("model_type", "Hugging Face Transformers"), ("architecture", "timm")):
@@ -640,9 +651,10 @@ def load_preset(folder: str | os.PathLike, **kwargs: Any) -> keras.Model:
             raise NotAPresetError(description.path, f"its {weights} is not a readable HDF5 file "
                                                     f"({str(error).split('(')[-1].rstrip(')')}): "
                                                     "truncated or damaged; copy the preset again") from None
-        if declared > 2 * os.path.getsize(path) + (1 << 20):  # Keras stores arrays whole, uncompressed
+        held = allocated_bytes(path)  # a sparse file holds only what it allocates
+        if declared > 2 * held + (1 << 20):  # Keras stores arrays whole, uncompressed
             raise NotAPresetError(description.path, f"its {weights} declares arrays of {declared} bytes in "
-                                                    f"{os.path.getsize(path)} bytes of file: reading them could "
+                                                    f"{held} bytes of file: reading them could "
                                                     "exhaust memory; copy the preset again")
     source = _read_json(description.path, "task.json" if description.task_class else "config.json")
     large = too_large(description.path, _read_json(description.path, "config.json"), source)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import textwrap
 import warnings
@@ -498,7 +499,7 @@ def test_hostile_presets_are_refused_under_a_memory_limit(preset, tmp_path):
     assert all(result.startswith("refused:") and "exhaust memory" in result for result in results), results
     assert "num_classes 2000000000" in results[0] and "3000 repeated parts" in results[1]
     assert "num_segments 2000000000" in results[2] and "model.weights.h5 declares arrays of 85899" in results[3]
-    assert "num_query_heads 4096 x num_key_value_heads 1 x head_dim 4096 x hidden_dim 4096" in results[4]
+    assert "num_query_heads 4096 x head_dim 4096 x hidden_dim 4096" in results[4]
 
 
 @pytest.mark.parametrize("key", ["vocab", "vocabulary_size", "vocab_size", "d_model", "hidden_size", "width",
@@ -550,3 +551,111 @@ def test_describe_preset_odd_json_and_other_formats(preset, tmp_path):
     (tmp_path / "hf_bert" / "config.json").write_text(json.dumps({"model_type": "bert", "vocab_size": 30}))
     with pytest.raises(NotAPresetError, match="Hugging Face Transformers folder"):
         describe_preset(tmp_path / "hf_bert")
+
+
+# Review F5/F6: configurations of presets as published (KerasHub 0.32 argument names), with the bytes their
+# weight files hold quantized to int4 (about half a byte a parameter) or in bfloat16.
+REAL_CONFIGS = {
+    "gemma_2b int4": (dict(vocabulary_size=256000, num_layers=18, num_query_heads=8, num_key_value_heads=1,
+                           hidden_dim=2048, intermediate_dim=32768, head_dim=256), 1.38e9),
+    "gemma_7b int4": (dict(vocabulary_size=256000, num_layers=28, num_query_heads=16, num_key_value_heads=16,
+                           hidden_dim=3072, intermediate_dim=49152, head_dim=256), 4.7e9),
+    "gemma3_4b int4": (dict(vocabulary_size=262144, image_size=896, num_layers=34, num_query_heads=8,
+                            num_key_value_heads=4, hidden_dim=2560, intermediate_dim=10240, head_dim=256,
+                            sliding_window_size=1024,
+                            vision_encoder={"config": dict(image_size=896, patch_size=14, num_heads=16,
+                                                           hidden_dim=1152, num_layers=27, intermediate_dim=4304,
+                                                           output_dim=2560, pool_size=4)}), 2.58e9),
+    "qwen1.5_moe_2.7b int4": (dict(vocabulary_size=151936, num_layers=24, num_query_heads=16, num_key_value_heads=16,
+                                   hidden_dim=2048, intermediate_dim=5632, moe_intermediate_dim=1408,
+                                   shared_expert_intermediate_dim=5632, num_experts=60, top_k=4,
+                                   decoder_sparse_step=1, sliding_window_size=4096, mlp_only_layers=[]), 7.9e9),
+    "qwen3_moe_30b_a3b int4": (dict(vocabulary_size=151936, num_layers=48, num_query_heads=32, num_key_value_heads=4,
+                                    head_dim=128, hidden_dim=2048, intermediate_dim=6144, moe_intermediate_dim=768,
+                                    num_experts=128, top_k=8, sliding_window_size=32768, mlp_only_layers=[]), 16.8e9),
+    "llama3_8b bf16": (dict(vocabulary_size=128256, num_layers=32, num_query_heads=32, num_key_value_heads=8,
+                            hidden_dim=4096, intermediate_dim=14336, rope_max_wavelength=500000), 16.06e9),
+    "whisper_base f32": (dict(vocabulary_size=51865, num_layers=6, num_heads=8, hidden_dim=512, intermediate_dim=2048,
+                              num_mels=80, max_encoder_sequence_length=3000, max_decoder_sequence_length=448), 2.9e8),
+    "bert_base f32": (dict(vocabulary_size=30522, num_layers=12, num_heads=12, hidden_dim=768, intermediate_dim=3072,
+                           max_sequence_length=512, num_segments=2), 4.4e8),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REAL_CONFIGS))
+def test_published_presets_are_accepted_quantized_too(name):
+    """Was: Gemma 2B/7B int4 refused ('vocabulary_size 256000 x intermediate_dim 32768 x (1 + 27 repeated
+    parts)') and Qwen MoE refused ('shared_expert_intermediate_dim' counted 5632 repeated parts)."""
+    from helpers.identify.keras_hub_presets import declared_scale, too_large
+
+    config, stored = REAL_CONFIGS[name]
+    full = {"class_name": "X", "config": {"name": "x", "dtype": {"module": "keras", "class_name": "DTypePolicy",
+                                                                  "config": {"name": "bfloat16"}}, **config}}
+    assert too_large("unused", full, stored=int(stored)) is None, declared_scale(full)
+    assert declared_scale(full)[0] < 8 * stored  # the estimate stays within 8 elements a byte of the real file
+
+
+def test_sizes_of_experts_are_not_counts():
+    from helpers.identify.keras_hub_presets import is_count
+
+    assert not is_count("shared_expert_intermediate_dim") and not is_count("moe_intermediate_size")
+    assert is_count("num_experts") and is_count("num_layers") and is_count("stackwise_num_blocks")
+
+
+def _raw_copy(folder, target, text):
+    """A copy whose backbone vocabulary_size is the raw JSON text given (Infinity, a 400-digit number...)."""
+    shutil.copytree(folder, target)
+    for name in ("config.json", "task.json"):
+        content = (target / name).read_text()
+        key = '"vocabulary_size": '
+        start = content.index(key) + len(key)
+        end = start + len(content[start:].split(",")[0].split("}")[0])
+        (target / name).write_text(content[:start] + text + content[end:])
+    return target
+
+
+RAW_HOSTILE = {  # Review F8/F9: raw OverflowError, or a raw Keras ValueError at build time, or 20 s walking
+    "string": ('"3000000000"', "vocabulary_size '3000000000', not a whole number"),
+    "fraction": ("3000000000.5", "vocabulary_size 3000000000.5, not a whole number"),
+    "infinity": ("Infinity", "vocabulary_size inf, not a whole number"),
+    "nan": ("NaN", "vocabulary_size nan, not a whole number"),
+    "400 digits": ("1" + "0" * 400, "vocabulary_size a 401-digit number"),
+    "1e300": ("1e300", "vocabulary_size 1e+300, not a whole number below"),
+    "deep": ("[" * 5000 + "1" + "]" * 5000, "nested too deeply"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(RAW_HOSTILE))
+def test_malformed_sizes_are_named_before_anything_is_built(preset, tmp_path, name):
+    folder, _ = preset
+    text, words = RAW_HOSTILE[name]
+    target = _raw_copy(folder, tmp_path / "raw", text)
+    with pytest.raises(NotAPresetError, match=re.escape(words)):
+        load_preset(target)
+    if name == "deep":
+        with pytest.raises(NotAPresetError, match=re.escape(words)):
+            describe_preset(target)
+    else:
+        assert words in " ".join(describe_preset(target).traps)
+    info = identify(target)
+    assert not info.is_model or words in info.blocked, (info.reason, info.blocked)
+
+
+def test_a_huge_config_is_refused_unread(preset, tmp_path):
+    folder, _ = preset
+    shutil.copytree(folder, tmp_path / "big")
+    with open(tmp_path / "big" / "config.json", "ab") as file:
+        file.truncate(17 << 20)
+    with pytest.raises(NotAPresetError, match="config.json is 17825792 bytes, more than any preset"):
+        load_preset(tmp_path / "big")
+
+
+def test_a_sparse_weights_file_holds_only_what_it_allocates(preset, tmp_path):
+    """Review F7: 100 GB sparse weight files let vocabulary 1e6 x hidden 4e4 through (OOM in the builder)."""
+    folder, _ = preset
+    target = _hostile_copy(folder, tmp_path / "sparse", "backbone",
+                           {"vocabulary_size": 1_000_000, "hidden_dim": 40_000, "num_heads": 1})
+    for name in ("model.weights.h5", "task.weights.h5"):
+        os.truncate(target / name, 100 << 30)
+    assert any("exhaust memory" in trap for trap in describe_preset(target).traps)
+    assert "exhaust memory" in identify(target).blocked
