@@ -216,6 +216,14 @@ def check_across_backends(path: str | os.PathLike, inputs: Any, backends: Iterab
     model runs on ``inputs`` (``training=False``). Outputs are compared with the first
     backend's. The processes run side by side.
 
+    ``trust=True`` loads the file with ``safe_mode=False`` in each backend's fresh process: the
+    Python code the file carries (a ``Lambda`` layer's function, stored as bytecode) runs there,
+    once per backend. Pass it only for a file you trust. Keras 3.15 restores that code without
+    the globals it was written with, so a ``Lambda`` whose function names a module (``np``,
+    ``ops``) fails there with ``NameError``: rebuild it as a custom layer whose module
+    ``modules`` names. Without ``trust``, a file holding a ``Lambda``
+    raises ``BackendMismatchError`` naming ``trust=True`` as the route.
+
     Raises ``BackendMismatchError`` naming, in each backend, the first layer that fails to load
     or compute (a class not defined there; a ``call`` that runs TensorFlow or JAX functions
     directly: use ``keras.ops``; fix it and run again), each value that differs from the file's,

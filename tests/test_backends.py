@@ -349,3 +349,12 @@ def test_a_process_that_runs_another_backend_than_asked_is_refused(monkeypatch):
                         lambda *args, **kwargs: {"backend": "tensorflow", "keras": "3.15.1"})
     with pytest.raises(RuntimeError, match="asked for Keras's 'jax' backend, the fresh process ran 'tensorflow'"):
         backends._run_child("jax", "m.keras", "inputs.npz", {}, [], 60)
+
+
+def test_a_trusted_lambda_naming_a_module_fails_with_name_error_as_documented(tmp_path):
+    """The docstring's claim (review F10): Keras restores a Lambda's code without its globals."""
+    assert "fails there with ``NameError``" in check_across_backends.__doc__
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Lambda(lambda x: x * np.float32(2), name="np_twice")])
+    model.save(tmp_path / "np_lambda.keras")
+    with pytest.raises(BackendMismatchError, match="NameError: name 'np' is not defined"):
+        check_across_backends(tmp_path / "np_lambda.keras", BATCH, trust=True)
