@@ -659,3 +659,17 @@ def test_a_sparse_weights_file_holds_only_what_it_allocates(preset, tmp_path):
         os.truncate(target / name, 100 << 30)
     assert any("exhaust memory" in trap for trap in describe_preset(target).traps)
     assert "exhaust memory" in identify(target).blocked
+
+
+def test_a_configuration_of_millions_of_values_is_refused_quickly(preset, tmp_path):
+    """Review F8: a 9 MB config.json holding a list of 3 million numbers took 20-56 s to describe."""
+    import time
+
+    folder, _ = preset
+    target = _hostile_copy(folder, tmp_path / "list", "backbone", {"x_list": [7] * 3_000_000})
+    start = time.perf_counter()
+    traps = describe_preset(target).traps
+    assert any("more than 100000 values" in trap for trap in traps), traps
+    assert time.perf_counter() - start < 10
+    with pytest.raises(NotAPresetError, match="more than 100000 values"):
+        load_preset(target)

@@ -33,7 +33,7 @@ from helpers.identify.answer import Identification, loading_code, not_model
 from helpers.trust import MODULES
 
 __all__ = ["allocated_bytes", "declared_integers", "declared_scale", "is_count", "looks_like_preset", "malformed_size",
-           "read_preset_folder", "too_large", "weight_bytes"]
+           "read_preset_folder", "too_large", "too_many_values", "weight_bytes"]
 
 
 def _other_format(folder: str) -> str | None:
@@ -112,6 +112,7 @@ COUNTS_FLOOR = 64  # repeated parts (layers, blocks, experts) any preset may bui
 BYTES_PER_COUNT = 1 << 18  # beyond the floor: one repeated part per 256 KiB of weight files
 LARGEST_SIZE = 1 << 40  # no single size is larger: a larger number is refused before any arithmetic
 JSON_LIMIT = 16 << 20  # a config.json or task.json larger than this is refused unread
+VALUES_LIMIT = 100_000  # values (numbers, strings, lists, objects) a configuration may hold: real ones, thousands
 NOT_SIZES = ("wavelength", "theta", "freq", "seed")  # integers that size nothing (RoPE constants, seeds)
 COUNT_WORDS = ("layer", "block", "depth", "repeat", "stage", "expert")
 ROLES = {  # the sizes whose place in the model's arrays is known, by key
@@ -181,6 +182,26 @@ def _shown(value: Any) -> str:
     text = repr(value) if not isinstance(value, int) else str(value) if value < 10 ** 30 else \
         f"a {len(str(value)) if value < 10 ** 4000 else 'huge'}-digit number"
     return text if len(text) <= 40 else text[:37] + "..."
+
+
+def too_many_values(config: Any, limit: int = VALUES_LIMIT) -> bool:
+    """Whether ``config`` holds more than ``limit`` values (stops counting there: cheap on any file).
+
+    Example:
+        >>> too_many_values({"x": [7] * 10}, limit=10), too_many_values({"x": [7] * 8}, limit=10)
+        (True, False)
+    """
+    seen, stack = 0, [config]
+    while stack:
+        value = stack.pop()
+        seen += 1
+        if seen > limit:
+            return True
+        if isinstance(value, dict):
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+    return False
 
 
 def malformed_size(config: Any) -> str | None:
@@ -320,7 +341,8 @@ def too_large(folder: str, *configs: Any, stored: int | None = None) -> str | No
     A configuration may declare at most ``ELEMENTS_FLOOR`` elements, or ``ELEMENTS_PER_BYTE`` per
     byte of weight files (``stored``, or ``weight_bytes(folder)``), and at most ``COUNTS_FLOOR``
     repeated parts, or one per ``BYTES_PER_COUNT`` bytes (see ``declared_scale``); a size that is
-    not a whole number below ``LARGEST_SIZE`` is refused first (``malformed_size``). Reads file sizes only.
+    not a whole number below ``LARGEST_SIZE`` is refused first (``malformed_size``), and so is a
+    configuration of more than ``VALUES_LIMIT`` values. Reads file sizes only.
 
     Example:
         >>> import tempfile
@@ -335,6 +357,8 @@ def too_large(folder: str, *configs: Any, stored: int | None = None) -> str | No
     element_limit = max(ELEMENTS_FLOOR, ELEMENTS_PER_BYTE * stored)
     count_limit = max(COUNTS_FLOOR, stored // BYTES_PER_COUNT)
     for config in configs:
+        if too_many_values(config):
+            return f"its configuration holds more than {VALUES_LIMIT} values: not a model's configuration"
         malformed = malformed_size(config)
         if malformed:
             return malformed
