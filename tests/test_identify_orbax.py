@@ -91,6 +91,7 @@ def test_steps_are_numbers_and_complete_only(tmp_path):
         (tmp_path / name / "pytree" / "manifest.ocdbt").write_bytes(_ocdbt(b"\x0c\xdb\x3a\x2a", 64))
         (tmp_path / name / "pytree" / "d").mkdir()
         (tmp_path / name / "pytree" / "d" / "0a").write_bytes(_ocdbt(b"\x0c\xdb\x20\xde", 80))
+        (tmp_path / name / "pytree" / "_METADATA").write_text(json.dumps({"tree_metadata": {"('a',)": {}}}))
         if complete:
             (tmp_path / name / "_CHECKPOINT_METADATA").write_text(json.dumps({"item_handlers": {}}))
     assert orbax_steps(str(tmp_path)) == ([9, 10], ["12.orbax-checkpoint-tmp-3"])
@@ -339,3 +340,34 @@ def test_metadata_of_the_wrong_shape_raises_nothing_raw(written, tmp_path, tree)
     (folder / "2" / "pytree" / "_METADATA").write_text(tree)
     info = identify(str(folder))
     assert info.kind in ("orbax-checkpoint", "not-a-model")
+
+
+def _replace_with_folder(path):
+    path.unlink()
+    path.mkdir()
+
+
+F2_DAMAGE = {  # Review F2: each of these was named a healthy Orbax folder
+    "pytree metadata gone": (lambda step: (step / "pytree" / "_METADATA").unlink(), "pytree/_METADATA is missing"),
+    "no values listed": (lambda step: (step / "pytree" / "_METADATA").write_text('{"tree_metadata": {}}'),
+                         "pytree/_METADATA lists no values"),
+    "manifest gone": (lambda step: (step / "pytree" / "manifest.ocdbt").unlink(), "pytree/manifest.ocdbt is missing"),
+    "model strings gone": (lambda step: (step / "model_config" / "_strings.json").unlink(),
+                           "model_config/_strings.json is missing"),
+    "model strings a list": (lambda step: (step / "model_config" / "_strings.json").write_text("[1]"),
+                             "model_config/_strings.json is not a JSON object"),
+    "model metadata gone": (lambda step: (step / "model_config" / "_METADATA").unlink(),
+                            "model_config/_METADATA is missing"),
+    "metadata a folder": (lambda step: _replace_with_folder(step / "pytree" / "_METADATA"),
+                          "pytree/_METADATA is a folder, not a file"),
+}
+
+
+@pytest.mark.parametrize("damage", sorted(F2_DAMAGE))
+def test_a_missing_or_hollow_metadata_file_names_the_step_damaged(written, tmp_path, damage):
+    folder = _copy(written, tmp_path, "f2")
+    change, words = F2_DAMAGE[damage]
+    change(folder / "2")
+    info = identify(str(folder))
+    assert not info.is_model and "step 2 is damaged" in info.reason and words in info.reason, info.reason
+    assert identify(str(folder / "1")).is_model

@@ -24,7 +24,13 @@ names the step damaged. A changed or cut byte inside a zstd value file shows onl
 Example:
     >>> import json, tempfile
     >>> folder = tempfile.mkdtemp()
-    >>> os.makedirs(os.path.join(folder, "3", "pytree"))
+    >>> os.makedirs(os.path.join(folder, "3", "pytree", "d"))
+    >>> def ocdbt(magic):  # an empty OCDBT file: magic, its length, the CRC-32C of the bytes before it
+    ...     body = bytes.fromhex(magic) + (16).to_bytes(8, "little")
+    ...     return body + crc32c(body).to_bytes(4, "little")
+    >>> for name, magic in (("manifest.ocdbt", "0cdb3a2a"), ("d/0a", "0cdb20de")):
+    ...     with open(os.path.join(folder, "3", "pytree", name), "wb") as file:
+    ...         _ = file.write(ocdbt(magic))
     >>> with open(os.path.join(folder, "3", "_CHECKPOINT_METADATA"), "w") as file:
     ...     json.dump({"item_handlers": {"pytree": "PyTreeHandler"}}, file)
     >>> with open(os.path.join(folder, "3", "pytree", "_METADATA"), "w") as file:
@@ -207,6 +213,9 @@ def step_damage(step: str) -> str | None:
         if "manifest.ocdbt" in files and not any(
                 _listdir(os.path.join(root, name)) for name in folders if name == "d"):
             return f"{prefix}manifest.ocdbt has no data files beside it ({prefix}d/ is missing or empty)"
+        for name in sorted(folders):
+            if name in JSON_NAMES or name.endswith(".json"):
+                return f"{prefix}{name} is a folder, not a file"
         for name in sorted(files):
             path, relative = os.path.join(root, name), prefix + name
             if name == "manifest.ocdbt" or os.path.basename(root) == "d":
@@ -217,6 +226,26 @@ def step_damage(step: str) -> str | None:
                 continue
             if problem:
                 return f"{relative} {problem}"
+    return _missing(step)
+
+
+def _missing(step: str) -> str | None:
+    """A file every step Keras or Orbax writes holds, missing or hollow: pytree/_METADATA listing the values,
+    pytree/manifest.ocdbt and, beside a model_config/ folder, its _METADATA and _strings.json (JSON objects)."""
+    needed = ["pytree/_METADATA", "pytree/manifest.ocdbt"]
+    if os.path.isdir(os.path.join(step, "model_config")):
+        needed += ["model_config/_METADATA", "model_config/_strings.json"]
+    for relative in needed:
+        if not os.path.isfile(os.path.join(step, *relative.split("/"))):
+            return f"{relative} is missing"
+        if relative.endswith("manifest.ocdbt"):
+            continue
+        value, problem = read_json(os.path.join(step, *relative.split("/")))
+        if problem or not isinstance(value, dict):
+            return f"{relative} {problem or 'is not a JSON object'}"
+        tree = value.get("tree_metadata")
+        if relative == "pytree/_METADATA" and not (isinstance(tree, dict) and tree):
+            return f"{relative} lists no values (no tree_metadata)"
     return None
 
 
@@ -230,7 +259,8 @@ def _groups(step: str) -> tuple[Counter, Counter]:
         first = key.strip("()").split(",")[0].strip().strip("'\"")
         groups[first] += 1
         value = entry.get("value_metadata") if isinstance(entry, dict) else None
-        types[str(value.get("value_type", "?")) if isinstance(value, dict) else "?"] += 1
+        if isinstance(value, dict) and "value_type" in value:  # what wrote the values: unknown without it
+            types[str(value["value_type"])] += 1
     return groups, types
 
 
