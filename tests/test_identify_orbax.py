@@ -351,7 +351,8 @@ F2_DAMAGE = {  # Review F2: each of these was named a healthy Orbax folder
     "pytree metadata gone": (lambda step: (step / "pytree" / "_METADATA").unlink(), "pytree/_METADATA is missing"),
     "no values listed": (lambda step: (step / "pytree" / "_METADATA").write_text('{"tree_metadata": {}}'),
                          "pytree/_METADATA lists no values"),
-    "manifest gone": (lambda step: (step / "pytree" / "manifest.ocdbt").unlink(), "pytree/manifest.ocdbt is missing"),
+    "manifest gone": (lambda step: (step / "pytree" / "manifest.ocdbt").unlink(),
+                      "pytree/d/ has no manifest.ocdbt beside it"),
     "model strings gone": (lambda step: (step / "model_config" / "_strings.json").unlink(),
                            "model_config/_strings.json is missing"),
     "model strings a list": (lambda step: (step / "model_config" / "_strings.json").write_text("[1]"),
@@ -360,6 +361,11 @@ F2_DAMAGE = {  # Review F2: each of these was named a healthy Orbax folder
                             "model_config/_METADATA is missing"),
     "metadata a folder": (lambda step: _replace_with_folder(step / "pytree" / "_METADATA"),
                           "pytree/_METADATA is a folder, not a file"),
+    "manifest a folder": (lambda step: _replace_with_folder(step / "pytree" / "manifest.ocdbt"),
+                          "pytree/manifest.ocdbt is a folder, not a file"),
+    "data file a folder": (lambda step: _replace_with_folder(_data_files(step)[0]), "is a folder, not a file"),
+    "inner manifest gone": (lambda step: (step / "pytree" / "ocdbt.process_0" / "manifest.ocdbt").unlink(),
+                            "pytree/ocdbt.process_0/d/ has no manifest.ocdbt beside it"),
 }
 
 

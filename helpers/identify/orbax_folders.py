@@ -192,8 +192,12 @@ def step_damage(step: str) -> str | None:
     """The first damaged file of one Orbax step folder, as ``'pytree/d/... is empty (0 bytes)'``; None if none.
 
     Checks, without reading the values: each JSON metadata file parses (an empty or cut one does
-    not); each OCDBT file's header matches its size and, for small files, its checksum; a folder
-    holding a ``manifest.ocdbt`` holds data files too. Names are relative to the step folder.
+    not); each OCDBT file's header matches its size and, for small files, its checksum; each zstd
+    value file is more than its magic number; a folder holding a ``manifest.ocdbt`` holds data
+    files too, and a ``d/`` folder has a ``manifest.ocdbt`` beside it; no metadata name, manifest or
+    data file is a folder; the files every step holds are there (``pytree/_METADATA`` listing the
+    values, ``pytree/manifest.ocdbt``, and beside ``model_config/`` its ``_METADATA`` and
+    ``_strings.json``). Names are relative to the step folder.
 
     Example:
         >>> import tempfile
@@ -204,7 +208,11 @@ def step_damage(step: str) -> str | None:
         >>> with open(os.path.join(step, "pytree", "_METADATA"), "w") as file:
         ...     _ = file.write('{"tree_metadata": {}}')
         >>> step_damage(step)
-        'pytree/d/0a1b is empty (0 bytes)'
+        'pytree/d/ has no manifest.ocdbt beside it (the index of its data files)'
+        >>> with open(os.path.join(step, "pytree", "manifest.ocdbt"), "wb") as file:
+        ...     _ = file.write(bytes.fromhex("0cdb3a2a") + (16).to_bytes(8, "little"))  # 4 bytes short
+        >>> step_damage(step)
+        'pytree/manifest.ocdbt is cut: its header declares 16 bytes, the file holds 12'
     """
     for root, folders, files in os.walk(step):
         folders.sort()
@@ -214,8 +222,11 @@ def step_damage(step: str) -> str | None:
                 _listdir(os.path.join(root, name)) for name in folders if name == "d"):
             return f"{prefix}manifest.ocdbt has no data files beside it ({prefix}d/ is missing or empty)"
         for name in sorted(folders):
-            if name in JSON_NAMES or name.endswith(".json"):
+            if name in JSON_NAMES or name.endswith(".json") or name == "manifest.ocdbt" or \
+                    os.path.basename(root) == "d":
                 return f"{prefix}{name} is a folder, not a file"
+        if "d" in folders and "manifest.ocdbt" not in files:
+            return f"{prefix}d/ has no manifest.ocdbt beside it (the index of its data files)"
         for name in sorted(files):
             path, relative = os.path.join(root, name), prefix + name
             if name == "manifest.ocdbt" or os.path.basename(root) == "d":
