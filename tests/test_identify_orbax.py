@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 
 import keras
 import numpy as np
@@ -13,11 +15,17 @@ from helpers.identify import identify
 from helpers.identify.orbax_folders import crc32c, looks_like_orbax, orbax_steps, step_damage
 
 
-def _train(folder: str, epochs: int = 2, weights_only: bool = False) -> keras.Model:
+def _train(folder: str, epochs: int = 2, weights_only: bool = False, sequential: bool = False) -> keras.Model:
     keras.utils.set_random_seed(3)
-    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(4, name="hidden"),
-                              keras.layers.BatchNormalization(name="norm"), keras.layers.Dense(1, name="out")],
-                             name="orbax_net")
+    layers = [keras.layers.Dense(4, name="hidden"), keras.layers.BatchNormalization(name="norm"),
+              keras.layers.Dense(1, name="out")]
+    if sequential:  # load_model misses a Sequential model's weights in a new process (see the test below)
+        model = keras.Sequential([keras.Input((3,)), *layers], name="orbax_net")
+    else:
+        inputs = outputs = keras.Input((3,))
+        for layer in layers:
+            outputs = layer(outputs)
+        model = keras.Model(inputs, outputs, name="orbax_net")
     model.compile(keras.optimizers.Adam(0.01), "mse")
     data = np.random.default_rng(3).normal(size=(16, 3)).astype("float32")
     callback = keras.callbacks.OrbaxCheckpoint(folder, max_to_keep=2, save_weights_only=weights_only)
@@ -248,7 +256,8 @@ def test_a_folder_jax_wrote_is_whole_until_a_file_is_cut(tmp_path):
 BIG_MODEL = """
 import keras, numpy as np
 keras.utils.set_random_seed(3)
-model = keras.Sequential([keras.Input((128,)), keras.layers.Dense(128, name="big"), keras.layers.Dense(1)])
+inputs = keras.Input((128,))
+model = keras.Model(inputs, keras.layers.Dense(1)(keras.layers.Dense(128, name="big")(inputs)))
 model.compile(keras.optimizers.Adam(0.01), "mse")
 data = np.random.default_rng(3).normal(size=(16, 128)).astype("float32")
 model.fit(data, data[:, :1], epochs=2, batch_size=8, verbose=0,
@@ -377,3 +386,29 @@ def test_a_missing_or_hollow_metadata_file_names_the_step_damaged(written, tmp_p
     info = identify(str(folder))
     assert not info.is_model and "step 2 is damaged" in info.reason and words in info.reason, info.reason
     assert identify(str(folder / "1")).is_model
+
+
+_LOAD_IN_A_NEW_PROCESS = """
+import sys, numpy as np, keras
+loaded = keras.saving.load_model(sys.argv[1])
+trained = np.load(sys.argv[2])
+print(all(np.allclose(w, trained[f"arr_{i}"]) for i, w in enumerate(loaded.weights)))
+"""
+
+
+@pytest.mark.parametrize("sequential", [True, False], ids=["sequential", "functional"])
+def test_a_sequential_model_is_loaded_by_building_it(tmp_path, sequential):
+    """Keras 3.15.1: load_model(orbax folder) in a new process restores a functional model's weights,
+    and none of a Sequential model's, without an error; identify says so and advises load_weights."""
+    folder = str(tmp_path / "run")
+    model = _train(folder, epochs=1, sequential=sequential)
+    np.savez(tmp_path / "trained.npz", *[np.asarray(w) for w in model.weights])
+    result = subprocess.run([sys.executable, "-c", _LOAD_IN_A_NEW_PROCESS, folder, str(tmp_path / "trained.npz")],
+                            capture_output=True, text=True, timeout=300,
+                            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.split()[-1] == str(not sequential)  # the fact the trap states
+    info = identify(folder)
+    assert any("Sequential" in trap for trap in info.traps) == sequential
+    assert ("model.load_weights(path)" in info.how_to_load) == sequential
+    assert ("keras.saving.load_model(path)" in info.how_to_load) == (not sequential)

@@ -89,6 +89,38 @@ def looks_like_orbax(folder: str) -> bool:
                for name in names)
 
 
+# Measured with Keras 3.15.1 (TensorFlow and JAX backends): a Sequential model saved by
+# OrbaxCheckpoint, loaded with load_model in a new process, gets none of its trained values
+# (they are stored under the paths of the model that was saved, e.g. sequential/hidden/kernel,
+# which the rebuilt model's variables do not have), and no error; a functional model loads.
+SEQUENTIAL_TRAP = ("a Sequential model: keras.saving.load_model(folder) in a new process restores none of "
+                   "its trained weights, without an error (Keras 3.15.1); build the model in code and call "
+                   "model.load_weights(folder), then compare outputs")
+
+
+def saved_model_class(step: str) -> str | None:
+    """The class name of the model a Keras-written step's ``model_config`` holds, or None.
+
+    Example:
+        >>> import tempfile
+        >>> step = tempfile.mkdtemp()
+        >>> os.makedirs(os.path.join(step, "model_config"))
+        >>> with open(os.path.join(step, "model_config", "_strings.json"), "w") as file:
+        ...     json.dump({"config": json.dumps({"class_name": "Sequential", "config": {}})}, file)
+        >>> saved_model_class(step)
+        'Sequential'
+    """
+    strings, problem = read_json(os.path.join(step, "model_config", "_strings.json"))
+    if problem or not isinstance(strings, dict) or not isinstance(strings.get("config"), str):
+        return None
+    try:
+        config = json.loads(strings["config"])
+    except (ValueError, RecursionError):
+        return None
+    name = config.get("class_name") if isinstance(config, dict) else None
+    return name if isinstance(name, str) else None
+
+
 def read_json(path: str) -> tuple[Any, str | None]:
     """A metadata file's JSON value and None, or None and what is wrong with it (no machine path).
 
@@ -327,7 +359,17 @@ def read_orbax_folder(folder: str) -> Identification:
                       "not the values of 4 KB or more (zstd frames, not decoded): a changed or cut byte "
                       "there shows only when loading")
     target = root
-    if keras_written:
+    if keras_written and saved_model_class(latest) == "Sequential":
+        info.traps.append(SEQUENTIAL_TRAP)
+        info.partial = "a Sequential model: build it in code, then load_weights (load_model misses its weights)"
+        info.blocked = "a Sequential model: build it in code first (see the trap)"
+        info.how_to_load = loading_code(target, """
+            import keras
+            model = ...  # build and compile the same Sequential model in code
+            model.load_weights(path)  # the highest complete step
+            loaded, report = model, "weights loaded into the model you built"
+            """)
+    elif keras_written:
         info.how_to_load = loading_code(target, """
             import keras
             loaded = keras.saving.load_model(path)  # the highest complete step
