@@ -411,4 +411,5 @@ def test_a_sequential_model_is_loaded_by_building_it(tmp_path, sequential):
     info = identify(folder)
     assert any("Sequential" in trap for trap in info.traps) == sequential
     assert ("model.load_weights(path)" in info.how_to_load) == sequential
+    assert ("name='orbax_net'" in info.how_to_load) == sequential  # another name silently loads nothing
     assert ("keras.saving.load_model(path)" in info.how_to_load) == (not sequential)

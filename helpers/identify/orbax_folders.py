@@ -89,36 +89,45 @@ def looks_like_orbax(folder: str) -> bool:
                for name in names)
 
 
-# Measured with Keras 3.15.1 (TensorFlow and JAX backends): a Sequential model saved by
-# OrbaxCheckpoint, loaded with load_model in a new process, gets none of its trained values
-# (they are stored under the paths of the model that was saved, e.g. sequential/hidden/kernel,
-# which the rebuilt model's variables do not have), and no error; a functional model loads.
-SEQUENTIAL_TRAP = ("a Sequential model: keras.saving.load_model(folder) in a new process restores none of "
-                   "its trained weights, without an error (Keras 3.15.1); build the model in code and call "
-                   "model.load_weights(folder), then compare outputs")
+# Measured with Keras 3.15.1 (TensorFlow and JAX backends): a model that is not functional
+# (Sequential, subclassed) saved by OrbaxCheckpoint and loaded with load_model in a new process
+# gets none of its trained values, and no error (they are stored under the saved model's
+# variable paths, which the rebuilt model's variables do not have); a functional model loads.
+# Built in code and given the weights with load_weights, it loads, if it has the saved name
+# (a second model built in one process is named sequential_1, and silently gets nothing).
+NOT_FUNCTIONAL_TRAP = ("a {kind} model: keras.saving.load_model(folder) in a new process restores none of its "
+                       "trained weights, without an error (Keras 3.15.1); build and compile the model in code "
+                       "with the name it was saved under ({name!r}), call model.load_weights(folder), then "
+                       "compare outputs")
 
 
-def saved_model_class(step: str) -> str | None:
-    """The class name of the model a Keras-written step's ``model_config`` holds, or None.
+def saved_model_class(step: str) -> tuple[str | None, str | None]:
+    """The class name and the name of the model a Keras-written step's ``model_config`` holds.
+
+    (None, None) where the configuration cannot be read.
 
     Example:
         >>> import tempfile
         >>> step = tempfile.mkdtemp()
         >>> os.makedirs(os.path.join(step, "model_config"))
         >>> with open(os.path.join(step, "model_config", "_strings.json"), "w") as file:
-        ...     json.dump({"config": json.dumps({"class_name": "Sequential", "config": {}})}, file)
+        ...     json.dump({"config": json.dumps({"class_name": "Sequential", "config": {"name": "net"}})}, file)
         >>> saved_model_class(step)
-        'Sequential'
+        ('Sequential', 'net')
     """
     strings, problem = read_json(os.path.join(step, "model_config", "_strings.json"))
     if problem or not isinstance(strings, dict) or not isinstance(strings.get("config"), str):
-        return None
+        return None, None
     try:
         config = json.loads(strings["config"])
     except (ValueError, RecursionError):
-        return None
-    name = config.get("class_name") if isinstance(config, dict) else None
-    return name if isinstance(name, str) else None
+        return None, None
+    if not isinstance(config, dict):
+        return None, None
+    inner = config.get("config")
+    name = inner.get("name") if isinstance(inner, dict) else None
+    class_name = config.get("class_name")
+    return (class_name if isinstance(class_name, str) else None), (name if isinstance(name, str) else None)
 
 
 def read_json(path: str) -> tuple[Any, str | None]:
@@ -359,13 +368,15 @@ def read_orbax_folder(folder: str) -> Identification:
                       "not the values of 4 KB or more (zstd frames, not decoded): a changed or cut byte "
                       "there shows only when loading")
     target = root
-    if keras_written and saved_model_class(latest) == "Sequential":
-        info.traps.append(SEQUENTIAL_TRAP)
-        info.partial = "a Sequential model: build it in code, then load_weights (load_model misses its weights)"
-        info.blocked = "a Sequential model: build it in code first (see the trap)"
-        info.how_to_load = loading_code(target, """
+    class_name, model_name = saved_model_class(latest) if keras_written else (None, None)
+    if keras_written and class_name != "Functional":
+        kind = class_name or "non-functional"
+        info.traps.append(NOT_FUNCTIONAL_TRAP.format(kind=kind, name=model_name))
+        info.partial = f"a {kind} model: build it in code, then load_weights (load_model misses its weights)"
+        info.blocked = f"a {kind} model: build it in code first (see the trap)"
+        info.how_to_load = loading_code(target, f"""
             import keras
-            model = ...  # build and compile the same Sequential model in code
+            model = ...  # build and compile the same model in code, with name={model_name!r}
             model.load_weights(path)  # the highest complete step
             loaded, report = model, "weights loaded into the model you built"
             """)
