@@ -32,6 +32,7 @@ import numpy as np
 from helpers.errors import BackendMismatchError, NotAKerasFileError
 from helpers.files import check_archive_sizes, path_text
 from helpers.fresh_process import call_in_fresh_process
+from helpers.identify.orbax_folders import looks_like_orbax, read_orbax_folder
 from helpers.packed_inputs import pack_inputs
 
 __all__ = ["BackendMismatchError", "BackendReport", "BackendRow", "backend_available", "check_across_backends"]
@@ -90,6 +91,10 @@ def _check_path(path: str) -> None:
     if not os.path.exists(path):
         raise NotAKerasFileError(path, "no such file")
     if os.path.isdir(path):
+        if looks_like_orbax(path):
+            damage = read_orbax_folder(path).reason  # the folder's files checked, nothing loaded
+            raise NotAKerasFileError(path, damage or "an Orbax checkpoint folder, not a .keras file: load it "
+                                     "with keras.saving.load_model(folder), save it as .keras and check that file")
         raise NotAKerasFileError(path, "a folder, not a .keras file (a SavedModel or an Orbax checkpoint "
                                        "is not a Keras 3 model file; see helpers.identify)")
     if not zipfile.is_zipfile(path):
@@ -128,7 +133,7 @@ def _route(message: str, version: str) -> str:
                 "chapter 10 converts Keras 2 files)")
     if "safe_mode" in message or "Lambda" in message:
         return (" (a Lambda layer holds Python code, which Keras refuses to run unless you trust the file: "
-                "load it yourself with safe_mode=False only if you do)")
+                "pass trust=True, which loads it with safe_mode=False, only if you do)")
     return ""
 
 
@@ -150,9 +155,9 @@ def _problems(backend: str, result: dict[str, Any], modules: Sequence[str], vers
 
 
 def _run_child(backend: str, path: str, inputs_file: str, layout: dict, modules: list[str],
-               timeout: float) -> dict[str, Any]:
+               timeout: float, trust: bool = False) -> dict[str, Any]:
     env = {"KERAS_BACKEND": backend, "TF_CPP_MIN_LOG_LEVEL": "3"}
-    result = call_in_fresh_process(WORKER, path, inputs_file, layout, modules, env=env, timeout=timeout)
+    result = call_in_fresh_process(WORKER, path, inputs_file, layout, modules, trust, env=env, timeout=timeout)
     if "keras" in result and result["backend"] != backend:  # Keras ran: its own word, not the variable's
         raise RuntimeError(f"asked for Keras's {backend!r} backend, the fresh process ran {result['backend']!r}")
     return result
@@ -160,7 +165,7 @@ def _run_child(backend: str, path: str, inputs_file: str, layout: dict, modules:
 
 def check_across_backends(path: str | os.PathLike, inputs: Any, backends: Iterable[str] = ("tensorflow", "jax"),
                           modules: Sequence[str] | None = None, atol: float = 1e-5,
-                          timeout: float = 300.0) -> BackendReport:
+                          timeout: float = 300.0, *, trust: bool = False) -> BackendReport:
     """Load a ``.keras`` in a fresh interpreter per backend; prove its values and outputs equal.
 
     In each backend's process (``KERAS_BACKEND`` set before Keras is imported) the modules
@@ -170,13 +175,21 @@ def check_across_backends(path: str | os.PathLike, inputs: Any, backends: Iterab
     model runs on ``inputs`` (``training=False``). Outputs are compared with the first
     backend's. The processes run side by side.
 
+    ``trust=True`` loads the file with ``safe_mode=False`` in each backend's fresh process: the
+    Python code the file carries (a ``Lambda`` layer's function, stored as bytecode) runs there,
+    once per backend. Pass it only for a file you trust. Keras 3.15 restores that code without
+    the globals it was written with, so a ``Lambda`` whose function names a module (``np``,
+    ``ops``) fails there with ``NameError``: rebuild it as a custom layer whose module
+    ``modules`` names. Without ``trust``, a file holding a ``Lambda``
+    raises ``BackendMismatchError`` naming ``trust=True`` as the route.
+
     Raises ``BackendMismatchError`` naming, in each backend, the first layer that fails to load
     or compute (a class not defined there; a ``call`` that runs TensorFlow or JAX functions
     directly: use ``keras.ops``; fix it and run again), each value that differs from the file's,
     each output that differs by more than ``atol``; ``NotAKerasFileError`` for a path that is
     not a ``.keras`` (``ArchiveTooLargeError`` for one that declares members too large to read);
     ``ValueError`` for a backend that is not installed here, inputs that are not numeric arrays,
-    or a negative ``atol``. ``backends`` may be one name (``"jax"``).
+    a negative ``atol``, or a ``trust`` that is not True or False. ``backends`` may be one name (``"jax"``).
 
     Example:
         >>> import keras
@@ -192,6 +205,8 @@ def check_across_backends(path: str | os.PathLike, inputs: Any, backends: Iterab
     text = path_text(path, ".keras path")
     if isinstance(atol, bool) or not isinstance(atol, (int, float)) or not math.isfinite(atol) or atol < 0:
         raise ValueError(f"atol must be a number >= 0, got {atol!r}")
+    if not isinstance(trust, bool):
+        raise ValueError(f"trust must be True or False, got {trust!r}")
     _check_path(text)
     backends = [backends] if isinstance(backends, str) else list(backends)
     if not backends:
@@ -206,8 +221,8 @@ def check_across_backends(path: str | os.PathLike, inputs: Any, backends: Iterab
         inputs_file = os.path.join(folder, "inputs.npz")
         np.savez(inputs_file, **arrays)
         with ThreadPoolExecutor(len(backends)) as pool:
-            futures = [pool.submit(_run_child, b, os.path.abspath(text), inputs_file, layout, modules, timeout)
-                       for b in backends]
+            futures = [pool.submit(_run_child, b, os.path.abspath(text), inputs_file, layout, modules, timeout,
+                                   trust) for b in backends]
             results = [future.result() for future in futures]
     return _compare(text, backends, results, modules, atol, _keras_version(text))
 

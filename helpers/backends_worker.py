@@ -202,8 +202,12 @@ def compare_with_file(model: Any, archive: zipfile.ZipFile) -> list[dict[str, An
     return rows
 
 
-def reload_in_backend(path: str, inputs_file: str, layout: dict[str, Any], modules: list[str]) -> dict[str, Any]:
+def reload_in_backend(path: str, inputs_file: str, layout: dict[str, Any], modules: list[str],
+                      trust: bool = False) -> dict[str, Any]:
     """Load ``path`` in this process's backend; compare its variables with the file and run it.
+
+    ``trust=True`` loads with ``safe_mode=False`` (the caller trusts the file: a ``Lambda``'s
+    Python code is run); otherwise Keras's safe mode refuses such a file.
 
     Returns ``{"backend", "keras", "variables": [...], "outputs": [arrays]}`` or, when loading or
     calling fails, ``{"backend", "keras", "failure": {...}}`` naming the layer and the cause.
@@ -226,7 +230,7 @@ def reload_in_backend(path: str, inputs_file: str, layout: dict[str, Any], modul
     result.update(backend=keras.backend.backend(), keras=keras.__version__)
     with zipfile.ZipFile(path) as archive:
         try:
-            model = keras.saving.load_model(path)
+            model = keras.saving.load_model(path, safe_mode=not trust)
         except Exception as error:  # noqa: BLE001: every failure is described for the caller
             result["failure"] = _failure("load", error, archive)
             return result

@@ -59,6 +59,7 @@ from helpers.errors import (
     first_line,
 )
 from helpers.files import path_text
+from helpers.identify.keras_hub_presets import JSON_LIMIT, allocated_bytes, too_large
 
 __all__ = [
     "NotAKerasFileError",
@@ -490,11 +491,20 @@ class PresetDescription:
 
 
 def _read_json(folder: str, name: str) -> dict[str, Any]:
+    path = os.path.join(folder, name)
+    size = os.path.getsize(path) if os.path.isfile(path) else 0
+    if size > JSON_LIMIT:
+        raise NotAPresetError(folder, f"its {name} is {size} bytes, more than any preset's configuration "
+                                      f"(limit {JSON_LIMIT}): damaged or replaced")
     try:
-        with open(os.path.join(folder, name), encoding="utf-8") as file:
+        with open(path, encoding="utf-8") as file:
             content = json.load(file)
     except json.JSONDecodeError as error:
         raise NotAPresetError(folder, f"its {name} is not valid JSON ({error.msg})") from None
+    except RecursionError:
+        raise NotAPresetError(folder, f"its {name} is nested too deeply to be a preset's configuration") from None
+    except ValueError as error:  # an integer of more than 4300 digits
+        raise NotAPresetError(folder, f"its {name} is not valid JSON ({first_line(error)[:80]})") from None
     except (OSError, UnicodeDecodeError) as error:
         raise NotAPresetError(folder, f"its {name} cannot be read ({first_line(error)})") from None
     if not isinstance(content, dict):
@@ -502,38 +512,14 @@ def _read_json(folder: str, name: str) -> dict[str, Any]:
     return content
 
 
-# Any size argument of a preset's configuration, multiplied by the next largest, stays below this many
-# elements or 16 times what the weight files hold (an embedding table is vocabulary x hidden size).
-DECLARED_LIMIT = 10**8
-
-
-def _declared_elements(config: Any) -> int:
-    """The product of the two largest sizes (``*_size``, ``*_dim``, ``*_length``) a configuration declares."""
-    sizes: list[int] = []
-
-    def walk(item: Any) -> None:
-        if isinstance(item, dict):
-            for key, value in item.items():
-                if (isinstance(value, int) and not isinstance(value, bool)
-                        and str(key).endswith(("_size", "_dim", "_length"))):
-                    sizes.append(abs(value))
-                else:
-                    walk(value)
-        elif isinstance(item, list):
-            for value in item:
-                walk(value)
-
-    walk(config)
-    largest = sorted(sizes)[-2:]
-    return int(np.prod(largest, dtype=object)) if largest else 0
-
-
 def _transformers_note(folder: str) -> str | None:
     """Why a folder with a Hugging Face Transformers or timm ``config.json`` is not a KerasHub preset."""
     try:
+        if os.path.getsize(os.path.join(folder, "config.json")) > JSON_LIMIT:
+            return None  # refused by _read_json, unread
         with open(os.path.join(folder, "config.json"), encoding="utf-8") as file:
             config = json.load(file)
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
     if isinstance(config, dict) and "registered_name" not in config:
         for key, library in (("model_type", "Hugging Face Transformers"), ("architecture", "timm")):
@@ -595,11 +581,9 @@ def describe_preset(folder: str | os.PathLike) -> PresetDescription:
     if isinstance(backbone, dict) and backbone.get("config") != config.get("config"):
         traps.append("task.json carries its own backbone configuration, which differs from config.json's: "
                      "a task load builds the backbone from task.json")
-    declared = max(_declared_elements(config), _declared_elements(task or {}))
-    count = metadata.get("parameter_count")
-    if declared > max(DECLARED_LIMIT, 16 * (count if isinstance(count, int) and count > 0 else 0)):
-        traps.append(f"its configuration declares sizes whose product is {declared:.1e} elements, far beyond "
-                     f"its parameter_count ({count}): building it may exhaust memory; load_preset refuses it")
+    large = too_large(text, config, task)
+    if large:
+        traps.append(f"{large}: building it may exhaust memory; load_preset refuses it")
     installed = {"keras_version": keras.__version__}
     with contextlib.suppress(Exception):
         from importlib.metadata import version
@@ -638,7 +622,9 @@ def load_preset(folder: str | os.PathLike, **kwargs: Any) -> keras.Model:
     ``NotAPresetError``, and so does, before anything is built: a weights file that is not readable
     HDF5 (truncated, damaged); a missing ``model.weights.h5``, or ``task.json`` without
     ``task.weights.h5`` (either would give fresh random weights); sizes in the configuration far
-    beyond what the weight files hold (building it could exhaust memory). ``kwargs`` go to
+    beyond what the weight files hold (any integer of it may size an allocation, and counts of layers
+    or blocks are bounded too: ``helpers.identify.keras_hub_presets.too_large``; building it could
+    exhaust memory); a weights file whose arrays declare far more bytes than it holds. ``kwargs`` go to
     ``from_preset``.
 
     Example:
@@ -655,21 +641,26 @@ def load_preset(folder: str | os.PathLike, **kwargs: Any) -> keras.Model:
                                                 "fresh random weights; copy the whole preset, or load the "
                                                 f"backbone alone: keras_hub.models.{description.backbone_class}"
                                                 ".from_preset(path)")
-    stored = 0
     for weights in (f for f in description.files if f.endswith(".weights.h5")):
+        path = os.path.join(description.path, weights)
         try:
-            with h5py.File(os.path.join(description.path, weights), "r") as file:
-                stored += sum(int(np.prod(item.shape, dtype=object)) for item in _datasets(file).values())
+            with h5py.File(path, "r") as file:
+                declared = sum(int(np.prod(item.shape, dtype=object)) * item.dtype.itemsize
+                               for item in _datasets(file).values())
         except OSError as error:
             raise NotAPresetError(description.path, f"its {weights} is not a readable HDF5 file "
                                                     f"({str(error).split('(')[-1].rstrip(')')}): "
                                                     "truncated or damaged; copy the preset again") from None
+        held = allocated_bytes(path)  # a sparse file holds only what it allocates
+        if declared > 2 * held + (1 << 20):  # Keras stores arrays whole, uncompressed
+            raise NotAPresetError(description.path, f"its {weights} declares arrays of {declared} bytes in "
+                                                    f"{held} bytes of file: reading them could "
+                                                    "exhaust memory; copy the preset again")
     source = _read_json(description.path, "task.json" if description.task_class else "config.json")
-    declared = max(_declared_elements(_read_json(description.path, "config.json")), _declared_elements(source))
-    if declared > max(DECLARED_LIMIT, 16 * stored):
-        raise NotAPresetError(description.path, f"its configuration declares sizes whose product is {declared:.1e} "
-                                                f"elements and its weight files hold {stored}: building it could "
-                                                "exhaust memory; use the preset its publisher wrote")
+    large = too_large(description.path, _read_json(description.path, "config.json"), source)
+    if large:
+        raise NotAPresetError(description.path, f"{large}: building it could exhaust memory; use the preset its "
+                                                "publisher wrote")
     name = description.task_class or description.backbone_class
     try:
         cls = _keras_hub_class(name, source.get("registered_name"))

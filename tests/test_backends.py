@@ -286,8 +286,27 @@ def test_a_lambda_file_names_safe_mode(tmp_path, monkeypatch):
     model.save(tmp_path / "m.keras")
     _canned(monkeypatch, {"failure": {"stage": "load", "kind": "other", "message": "ValueError: Requested the "
                                       "deserialization of a `Lambda` layer whose `function` is a Python lambda. " * 3}})
-    with pytest.raises(BackendMismatchError, match="safe_mode=False only if you do"):
+    with pytest.raises(BackendMismatchError, match=r"pass trust=True, which loads it with safe_mode=False, only"):
         check_across_backends(tmp_path / "m.keras", BATCH, backends=("jax",))
+
+
+def test_a_trusted_lambda_file_crosses_with_trust(tmp_path):
+    """Was: no route through check_across_backends for a Lambda file its user trusts (no trust= option)."""
+    keras.utils.set_random_seed(5)
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2, name="d"),
+                              keras.layers.Lambda(lambda x: x * 2.0, name="twice")])
+    path = tmp_path / "lambda.keras"
+    model.save(path)
+    with pytest.raises(BackendMismatchError, match="does not load in any backend") as caught:
+        check_across_backends(path, BATCH)
+    assert "Lambda" in str(caught.value) and "trust=True" in str(caught.value)
+    report = check_across_backends(path, BATCH, trust=True)
+    assert [row.backend for row in report.rows] == ["tensorflow", "jax"]
+    assert all(row.variable_difference == 0.0 and row.output_difference <= 1e-5 for row in report.rows)
+    expected = keras.ops.convert_to_numpy(model(BATCH))
+    assert np.allclose(expected, 2.0 * keras.ops.convert_to_numpy(model.layers[0](BATCH)))
+    with pytest.raises(ValueError, match="trust must be True or False"):
+        check_across_backends(path, BATCH, trust="yes")
 
 
 def test_a_skipped_optimizer_is_one_line(tmp_path, monkeypatch):
@@ -330,3 +349,12 @@ def test_a_process_that_runs_another_backend_than_asked_is_refused(monkeypatch):
                         lambda *args, **kwargs: {"backend": "tensorflow", "keras": "3.15.1"})
     with pytest.raises(RuntimeError, match="asked for Keras's 'jax' backend, the fresh process ran 'tensorflow'"):
         backends._run_child("jax", "m.keras", "inputs.npz", {}, [], 60)
+
+
+def test_a_trusted_lambda_naming_a_module_fails_with_name_error_as_documented(tmp_path):
+    """The docstring's claim (review F10): Keras restores a Lambda's code without its globals."""
+    assert "fails there with ``NameError``" in check_across_backends.__doc__
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Lambda(lambda x: x * np.float32(2), name="np_twice")])
+    model.save(tmp_path / "np_lambda.keras")
+    with pytest.raises(BackendMismatchError, match="NameError: name 'np' is not defined"):
+        check_across_backends(tmp_path / "np_lambda.keras", BATCH, trust=True)

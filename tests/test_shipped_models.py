@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
+import textwrap
 import warnings
 
 import keras
 import numpy as np
 import pytest
 
+from helpers.identify import identify
 from helpers.errors import (
     NotAKerasFileError,
     NotAPresetError,
@@ -415,6 +418,124 @@ def test_preset_declaring_huge_sizes_is_refused_before_building(preset, tmp_path
     assert describe_preset(folder).traps == []
 
 
+# Hostile edits of a real preset's configurations: each is a real argument of the class it names, so
+# from_preset would build it (before: num_layers, num_segments, num_classes were not counted as sizes).
+HOSTILE = {
+    "num_layers": ("backbone", {"num_layers": 3000}),  # about 1 MB of Python objects per layer
+    "num_segments": ("backbone", {"num_segments": 2_000_000_000}),  # an embedding of 2e9 x 4
+    "num_classes": ("task", {"num_classes": 2_000_000_000}),  # a Dense kernel of 4 x 2e9
+}
+
+
+def _hostile_copy(folder, target, where, change):
+    shutil.copytree(folder, target)
+    for name in ("config.json", "task.json"):
+        content = json.loads((target / name).read_text())
+        if where == "task" and name == "task.json":
+            content["config"].update(change)
+        elif where == "backbone":
+            (content["config"]["backbone"]["config"] if name == "task.json" else content["config"]).update(change)
+        (target / name).write_text(json.dumps(content))
+    return target
+
+
+def _lying_weights_copy(folder, target):
+    """A weights file whose first array declares 2**31 float32 values (8 GB) and stores none."""
+    import h5py
+
+    shutil.copytree(folder, target)
+    with h5py.File(target / "model.weights.h5", "r+") as file:
+        names = []
+        file.visititems(lambda name, item: names.append(name) if isinstance(item, h5py.Dataset) else None)
+        del file[names[0]]
+        file.create_dataset(names[0], shape=(1 << 31,), dtype="float32")
+    assert (target / "model.weights.h5").stat().st_size < 1 << 20
+    return target
+
+
+def _hostile_gemma(target):
+    """A real Gemma backbone preset whose query kernel (heads x head size x hidden) is declared 4096 cubed:
+    each pair of sizes multiplied stays small, the three together are 6.9e10 values."""
+    import keras_hub
+
+    keras.utils.set_random_seed(4)
+    keras_hub.models.GemmaBackbone(vocabulary_size=10, num_layers=1, num_query_heads=2, num_key_value_heads=1,
+                                   hidden_dim=8, intermediate_dim=16, head_dim=4).save_to_preset(str(target))
+    config = json.loads((target / "config.json").read_text())
+    config["config"].update(num_query_heads=4096, head_dim=4096, hidden_dim=4096)
+    (target / "config.json").write_text(json.dumps(config))
+    return target
+
+
+def test_hostile_presets_are_refused_under_a_memory_limit(preset, tmp_path):
+    """Was: these went to from_preset and built (or read) gigabytes. Run in a fresh process limited to
+    4 GB of address space, so that a regression fails with MemoryError instead of exhausting the machine."""
+    import subprocess
+    import sys
+
+    folder, _ = preset
+    folders = [str(_hostile_copy(folder, tmp_path / name, *HOSTILE[name])) for name in sorted(HOSTILE)]
+    folders.append(str(_lying_weights_copy(folder, tmp_path / "lying")))
+    folders.append(str(_hostile_gemma(tmp_path / "gemma")))
+    code = textwrap.dedent(f"""
+        import resource
+        resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+        import json, os
+        os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
+        from helpers.shipped_models import NotAPresetError, load_preset
+        for folder in {folders!r}:
+            try:
+                load_preset(folder)
+                print(json.dumps("built"))
+            except NotAPresetError as error:
+                print(json.dumps("refused: " + error.reason))
+            except BaseException as error:
+                print(json.dumps(type(error).__name__))
+        """)
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=240,
+                         env={**os.environ, "PYTHONPATH": os.getcwd(), "KERAS_BACKEND": "tensorflow"})
+    results = [json.loads(line) for line in run.stdout.splitlines() if line.startswith('"')]
+    assert len(results) == len(folders), run.stderr[-2000:]
+    assert all(result.startswith("refused:") and "exhaust memory" in result for result in results), results
+    assert "num_classes 2000000000" in results[0] and "3000 repeated parts" in results[1]
+    assert "num_segments 2000000000" in results[2] and "model.weights.h5 declares arrays of 85899" in results[3]
+    assert "num_query_heads 4096 x head_dim 4096 x hidden_dim 4096" in results[4]
+
+
+@pytest.mark.parametrize("key", ["vocab", "vocabulary_size", "vocab_size", "d_model", "hidden_size", "width",
+                                 "ffn_dim", "intermediate_size", "n_positions", "max_position_embeddings",
+                                 "num_tokens", "image_size"])
+def test_any_integer_a_configuration_declares_is_a_size(preset, tmp_path, key):
+    """Was: only *_size, *_dim and *_length keys counted; `vocab`, `width`, `n_positions`... passed."""
+    folder, _ = preset
+    target = _hostile_copy(folder, tmp_path / key, "backbone", {key: 3_000_000_000})
+    trap = [trap for trap in describe_preset(target).traps if "exhaust memory" in trap]
+    assert trap and f"{key} 3000000000" in trap[0] and str(tmp_path) not in trap[0]
+    assert "exhaust memory" in identify(target).blocked
+
+
+@pytest.mark.parametrize("key", ["num_layers", "n_layer", "num_hidden_layers", "depth", "num_blocks",
+                                 "stackwise_num_blocks", "num_experts"])
+def test_counts_of_repeated_parts_are_bounded(preset, tmp_path, key):
+    folder, _ = preset
+    value = [500, 500] if key.startswith("stackwise") else 1000
+    trap = describe_preset(_hostile_copy(folder, tmp_path / key, "backbone", {key: value})).traps
+    assert any(("1000 repeated parts" in line or "1001 repeated parts" in line) and "(at most 64)" in line
+               and "exhaust memory" in line for line in trap), trap  # 1001: with num_layers 1
+
+
+def test_real_presets_and_constants_are_accepted(preset, tmp_path):
+    folder, _ = preset
+    assert describe_preset(folder).traps == [] and not identify(folder).blocked
+    stored = os.path.join(os.path.dirname(__file__), "data", "kerashub021", "bert_tiny")
+    assert not any("exhaust" in trap for trap in describe_preset(stored).traps) and not identify(stored).blocked
+    # RoPE constants, seeds, ids and Keras's shared_object_id size nothing
+    constants = {"rope_max_wavelength": 500_000, "rope_theta": 1_000_000, "seed": 2**31 - 1,
+                 "shared_object_id": 140492288700624, "pad_token_id": 50_000}
+    target = _hostile_copy(folder, tmp_path / "constants", "backbone", constants)
+    assert not any("exhaust" in trap for trap in describe_preset(target).traps)
+
+
 def test_describe_preset_odd_json_and_other_formats(preset, tmp_path):
     """Was: AttributeError for a list config.json or a numeric version; a Transformers folder got 'no metadata.json'."""
     folder, _ = preset
@@ -430,3 +551,125 @@ def test_describe_preset_odd_json_and_other_formats(preset, tmp_path):
     (tmp_path / "hf_bert" / "config.json").write_text(json.dumps({"model_type": "bert", "vocab_size": 30}))
     with pytest.raises(NotAPresetError, match="Hugging Face Transformers folder"):
         describe_preset(tmp_path / "hf_bert")
+
+
+# Review F5/F6: configurations of presets as published (KerasHub 0.32 argument names), with the bytes their
+# weight files hold quantized to int4 (about half a byte a parameter) or in bfloat16.
+REAL_CONFIGS = {
+    "gemma_2b int4": (dict(vocabulary_size=256000, num_layers=18, num_query_heads=8, num_key_value_heads=1,
+                           hidden_dim=2048, intermediate_dim=32768, head_dim=256), 1.38e9),
+    "gemma_7b int4": (dict(vocabulary_size=256000, num_layers=28, num_query_heads=16, num_key_value_heads=16,
+                           hidden_dim=3072, intermediate_dim=49152, head_dim=256), 4.7e9),
+    "gemma3_4b int4": (dict(vocabulary_size=262144, image_size=896, num_layers=34, num_query_heads=8,
+                            num_key_value_heads=4, hidden_dim=2560, intermediate_dim=10240, head_dim=256,
+                            sliding_window_size=1024,
+                            vision_encoder={"config": dict(image_size=896, patch_size=14, num_heads=16,
+                                                           hidden_dim=1152, num_layers=27, intermediate_dim=4304,
+                                                           output_dim=2560, pool_size=4)}), 2.58e9),
+    "qwen1.5_moe_2.7b int4": (dict(vocabulary_size=151936, num_layers=24, num_query_heads=16, num_key_value_heads=16,
+                                   hidden_dim=2048, intermediate_dim=5632, moe_intermediate_dim=1408,
+                                   shared_expert_intermediate_dim=5632, num_experts=60, top_k=4,
+                                   decoder_sparse_step=1, sliding_window_size=4096, mlp_only_layers=[]), 7.9e9),
+    "qwen3_moe_30b_a3b int4": (dict(vocabulary_size=151936, num_layers=48, num_query_heads=32, num_key_value_heads=4,
+                                    head_dim=128, hidden_dim=2048, intermediate_dim=6144, moe_intermediate_dim=768,
+                                    num_experts=128, top_k=8, sliding_window_size=32768, mlp_only_layers=[]), 16.8e9),
+    "llama3_8b bf16": (dict(vocabulary_size=128256, num_layers=32, num_query_heads=32, num_key_value_heads=8,
+                            hidden_dim=4096, intermediate_dim=14336, rope_max_wavelength=500000), 16.06e9),
+    "whisper_base f32": (dict(vocabulary_size=51865, num_layers=6, num_heads=8, hidden_dim=512, intermediate_dim=2048,
+                              num_mels=80, max_encoder_sequence_length=3000, max_decoder_sequence_length=448), 2.9e8),
+    "bert_base f32": (dict(vocabulary_size=30522, num_layers=12, num_heads=12, hidden_dim=768, intermediate_dim=3072,
+                           max_sequence_length=512, num_segments=2), 4.4e8),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REAL_CONFIGS))
+def test_published_presets_are_accepted_quantized_too(name):
+    """Was: Gemma 2B/7B int4 refused ('vocabulary_size 256000 x intermediate_dim 32768 x (1 + 27 repeated
+    parts)') and Qwen MoE refused ('shared_expert_intermediate_dim' counted 5632 repeated parts)."""
+    from helpers.identify.keras_hub_presets import declared_scale, too_large
+
+    config, stored = REAL_CONFIGS[name]
+    full = {"class_name": "X", "config": {"name": "x", "dtype": {"module": "keras", "class_name": "DTypePolicy",
+                                                                  "config": {"name": "bfloat16"}}, **config}}
+    assert too_large("unused", full, stored=int(stored)) is None, declared_scale(full)
+    assert declared_scale(full)[0] < 8 * stored  # the estimate stays within 8 elements a byte of the real file
+
+
+def test_sizes_of_experts_are_not_counts():
+    from helpers.identify.keras_hub_presets import is_count
+
+    assert not is_count("shared_expert_intermediate_dim") and not is_count("moe_intermediate_size")
+    assert is_count("num_experts") and is_count("num_layers") and is_count("stackwise_num_blocks")
+
+
+def _raw_copy(folder, target, text):
+    """A copy whose backbone vocabulary_size is the raw JSON text given (Infinity, a 400-digit number...)."""
+    shutil.copytree(folder, target)
+    for name in ("config.json", "task.json"):
+        content = (target / name).read_text()
+        key = '"vocabulary_size": '
+        start = content.index(key) + len(key)
+        end = start + len(content[start:].split(",")[0].split("}")[0])
+        (target / name).write_text(content[:start] + text + content[end:])
+    return target
+
+
+RAW_HOSTILE = {  # Review F8/F9: raw OverflowError, or a raw Keras ValueError at build time, or 20 s walking
+    "string": ('"3000000000"', "vocabulary_size '3000000000', not a whole number"),
+    "fraction": ("3000000000.5", "vocabulary_size 3000000000.5, not a whole number"),
+    "infinity": ("Infinity", "vocabulary_size inf, not a whole number"),
+    "nan": ("NaN", "vocabulary_size nan, not a whole number"),
+    "400 digits": ("1" + "0" * 400, "vocabulary_size a 401-digit number"),
+    "1e300": ("1e300", "vocabulary_size 1e+300, not a whole number below"),
+    "deep": ("[" * 5000 + "1" + "]" * 5000, "nested too deeply"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(RAW_HOSTILE))
+def test_malformed_sizes_are_named_before_anything_is_built(preset, tmp_path, name):
+    folder, _ = preset
+    text, words = RAW_HOSTILE[name]
+    target = _raw_copy(folder, tmp_path / "raw", text)
+    with pytest.raises(NotAPresetError, match=re.escape(words)):
+        load_preset(target)
+    if name == "deep":
+        with pytest.raises(NotAPresetError, match=re.escape(words)):
+            describe_preset(target)
+    else:
+        assert words in " ".join(describe_preset(target).traps)
+    info = identify(target)
+    assert not info.is_model or words in info.blocked, (info.reason, info.blocked)
+
+
+def test_a_huge_config_is_refused_unread(preset, tmp_path):
+    folder, _ = preset
+    shutil.copytree(folder, tmp_path / "big")
+    with open(tmp_path / "big" / "config.json", "ab") as file:
+        file.truncate(17 << 20)
+    with pytest.raises(NotAPresetError, match="config.json is 17825792 bytes, more than any preset"):
+        load_preset(tmp_path / "big")
+
+
+def test_a_sparse_weights_file_holds_only_what_it_allocates(preset, tmp_path):
+    """Review F7: 100 GB sparse weight files let vocabulary 1e6 x hidden 4e4 through (OOM in the builder)."""
+    folder, _ = preset
+    target = _hostile_copy(folder, tmp_path / "sparse", "backbone",
+                           {"vocabulary_size": 1_000_000, "hidden_dim": 40_000, "num_heads": 1})
+    for name in ("model.weights.h5", "task.weights.h5"):
+        os.truncate(target / name, 100 << 30)
+    assert any("exhaust memory" in trap for trap in describe_preset(target).traps)
+    assert "exhaust memory" in identify(target).blocked
+
+
+def test_a_configuration_of_millions_of_values_is_refused_quickly(preset, tmp_path):
+    """Review F8: a 9 MB config.json holding a list of 3 million numbers took 20-56 s to describe."""
+    import time
+
+    folder, _ = preset
+    target = _hostile_copy(folder, tmp_path / "list", "backbone", {"x_list": [7] * 3_000_000})
+    start = time.perf_counter()
+    traps = describe_preset(target).traps
+    assert any("more than 100000 values" in trap for trap in traps), traps
+    assert time.perf_counter() - start < 10
+    with pytest.raises(NotAPresetError, match="more than 100000 values"):
+        load_preset(target)
