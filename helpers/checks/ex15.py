@@ -11,14 +11,12 @@ import contextlib
 import gc
 import hashlib
 import importlib
-import logging
 import os
 import pkgutil
 import shutil
 import sys
 import tempfile
 import types
-import warnings
 import zipfile
 from collections.abc import Callable, Iterator
 
@@ -29,7 +27,7 @@ import tensorflow as tf
 import helpers.identify
 from helpers.errors import VerificationError
 from helpers.checks import CheckFailed, Hint, exercise_check, require
-from helpers.checks.toolkit import call_answer
+from helpers.checks.toolkit import call_answer, no_warning_lines
 
 __all__ = ["check_checkpoint_flavour", "check_keras_file_facts", "check_predict_any"]
 
@@ -38,23 +36,13 @@ V1 = tf.compat.v1
 
 @contextlib.contextmanager
 def _quiet() -> Iterator[None]:
-    """No TensorFlow, absl or Python warning lines while a check runs: the learner reads only the hint.
+    """``no_warning_lines``, and a collection before the levels come back.
 
-    TensorFlow logs through the "tensorflow" logger (``ERROR:tensorflow:Couldn't match files...``),
-    Keras through absl's; both levels are put back as they were, also when the check fails.
+    A dropped restore status logs its unrestored values ("ERROR:tensorflow:...") when it is collected.
     """
-    loggers = [logging.getLogger(name) for name in ("tensorflow", "absl")]
-    levels = [logger.level for logger in loggers]
-    for logger in loggers:
-        logger.setLevel(logging.CRITICAL + 1)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            yield
-            gc.collect()  # a dropped restore status logs its unrestored values when it is collected
-    finally:
-        for logger, level in zip(loggers, levels):
-            logger.setLevel(level)
+    with no_warning_lines():
+        yield
+        gc.collect()
 
 
 # --------------------------------------------------------------------------- a forbidden helper

@@ -9,44 +9,23 @@ from __future__ import annotations
 
 import contextlib
 import io
-import logging
 import os
 import tempfile
-import warnings
 from collections.abc import Callable, Iterator
 
 import keras
 import numpy as np
 
 from helpers.checks import Hint, exercise_check, require
+from helpers.checks.toolkit import no_warning_lines, working_folder
 
 __all__ = ["check_latest_orbax_step", "check_save_with_orbax", "check_variables_by_path"]
 
 
 @contextlib.contextmanager
-def _quiet() -> Iterator[None]:
-    loggers = [logging.getLogger(name) for name in ("tensorflow", "absl")]
-    levels = [logger.level for logger in loggers]
-    for logger in loggers:
-        logger.setLevel(logging.CRITICAL + 1)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            yield
-    finally:
-        for logger, level in zip(loggers, levels):
-            logger.setLevel(level)
-
-
-@contextlib.contextmanager
 def _in_temporary_folder() -> Iterator[str]:
-    old = os.getcwd()
-    with tempfile.TemporaryDirectory(prefix="ex16-") as folder:
-        os.chdir(folder)
-        try:
-            yield folder
-        finally:
-            os.chdir(old)
+    with tempfile.TemporaryDirectory(prefix="ex16-") as folder, working_folder(folder):
+        yield folder
 
 
 def _trained_model(seed: int) -> tuple[keras.Model, np.ndarray, np.ndarray]:
@@ -62,7 +41,7 @@ def _trained_model(seed: int) -> tuple[keras.Model, np.ndarray, np.ndarray]:
     rng = np.random.default_rng(seed)
     x = rng.normal(size=(24, 3)).astype("float32")
     y = rng.normal(size=(24, 1)).astype("float32")
-    with _quiet():
+    with no_warning_lines():
         model.fit(x, y, epochs=1, batch_size=8, verbose=0)
     return model, x, y
 
@@ -74,7 +53,7 @@ def _trained_model(seed: int) -> tuple[keras.Model, np.ndarray, np.ndarray]:
 def check_variables_by_path(variables_by_path: Callable[[keras.Model], dict]) -> str:
     model, x, y = _trained_model(16)
     expected = {v.path: np.array(v.numpy()) for v in model.variables + model.optimizer.variables}
-    with _quiet():
+    with no_warning_lines():
         got = variables_by_path(model)
     require(isinstance(got, dict), f"return a dict from each variable's path to its value, got {type(got).__name__}")
     keys = set(got)
@@ -103,7 +82,7 @@ def check_variables_by_path(variables_by_path: Callable[[keras.Model], dict]) ->
                 Hint(f"'{path}' should keep the variable's dtype {value.dtype}, got {item.dtype}",
                      "copy the values as they are, without casting", kind="dtype"))
         require(np.array_equal(item, value), f"the value for '{path}' is not the variable's value")
-    with _quiet():
+    with no_warning_lines():
         model.fit(x, y, epochs=1, batch_size=8, verbose=0)
     require(all(np.array_equal(got[path], value) for path, value in expected.items()),
             Hint("the arrays changed when the model trained on: they are views of the variables, not copies",
@@ -125,7 +104,7 @@ def check_save_with_orbax(save_with_orbax: Callable[..., str]) -> str:
         model, x, y = _trained_model(7)
         before = int(model.optimizer.iterations)
         printed = io.StringIO()
-        with _quiet(), contextlib.redirect_stdout(printed):
+        with no_warning_lines(), contextlib.redirect_stdout(printed):
             answer = save_with_orbax(model, x, y, "runs/first")
         require(not printed.getvalue().strip(), Hint("train without output, as the exercise asks",
                                                      "pass verbose=0 to fit", kind="verbose"))
@@ -146,12 +125,12 @@ def check_save_with_orbax(save_with_orbax: Callable[..., str]) -> str:
         require(any(os.path.exists(os.path.join(folder, step, "model_config")) for step in steps if step.isdigit()),
                 Hint("the steps hold weights only, no model to load: save the whole model",
                      "leave save_weights_only at its default (False)", kind="weights only"))
-        with _quiet():
+        with no_warning_lines():
             restored = keras.saving.load_model(folder)
         want, got = _values(model), _values(restored)
         require(sorted(want) == sorted(got) and all(np.array_equal(want[p], got[p]) for p in want),
                 "the checkpoint does not restore the model as trained: save with the callback during this fit")
-        with _quiet():
+        with no_warning_lines():
             os.makedirs("runs/second")
             raised = None
             try:

@@ -10,10 +10,8 @@ from __future__ import annotations
 import contextlib
 import gc
 import hashlib
-import logging
 import os
 import tempfile
-import warnings
 from collections.abc import Callable, Iterator
 
 import keras
@@ -21,7 +19,7 @@ import numpy as np
 import tensorflow as tf
 
 from helpers.checks import Hint, exercise_check, quote, require
-from helpers.checks.toolkit import call_answer, files_unchanged
+from helpers.checks.toolkit import call_answer, files_unchanged, no_warning_lines
 
 __all__ = ["check_load_adapted_preset", "check_load_quantized_weights", "check_reload_for_training",
            "check_trained_and_averaged"]
@@ -29,25 +27,20 @@ __all__ = ["check_load_adapted_preset", "check_load_quantized_weights", "check_r
 
 @contextlib.contextmanager
 def _quiet() -> Iterator[None]:
-    """No Python, TensorFlow or absl warning lines while a check runs (and a faster gc.collect())."""
-    loggers = [logging.getLogger(name) for name in ("tensorflow", "absl")]
-    levels = [logger.level for logger in loggers]
-    for logger in loggers:
-        logger.setLevel(logging.CRITICAL + 1)
-    # Keras's quantize() runs gc.collect() once per layer: frozen objects are not scanned. Where
-    # start_notebook froze its imports already, that is enough, and unfreezing would undo it.
+    """``no_warning_lines``, and a faster ``gc.collect()`` while the check runs.
+
+    Keras's quantize() runs gc.collect() once per layer: frozen objects are not scanned. Where
+    start_notebook froze its imports already, that is enough, and unfreezing would undo it.
+    """
     freeze_here = gc.get_freeze_count() == 0
     if freeze_here:
         gc.freeze()
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
+        with no_warning_lines():
             yield
     finally:
         if freeze_here:
             gc.unfreeze()
-        for logger, level in zip(loggers, levels):
-            logger.setLevel(level)
 
 
 def _digest(path: str) -> str:

@@ -28,7 +28,9 @@ this module, which imports only the framework's core (``helpers.checks``).
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
@@ -47,6 +49,7 @@ __all__ = [
     "files_unchanged",
     "folder_files",
     "must_raise",
+    "no_warning_lines",
     "refuse_mistakes",
     "require_array",
     "require_cases",
@@ -101,6 +104,32 @@ def files_unchanged(folder: str | os.PathLike, hint: HintText, recursive: bool =
     before = folder_files(folder, recursive)
     yield
     require(folder_files(folder, recursive) == before, hint)
+
+
+@contextlib.contextmanager
+def no_warning_lines() -> Iterator[None]:
+    """No TensorFlow, absl or Python warning lines while a check runs: the learner reads only the hint.
+
+    TensorFlow logs through the "tensorflow" logger, Keras through absl's; both levels are put
+    back as they were, also when the check fails.
+
+    Example:
+        >>> import warnings
+        >>> with no_warning_lines():
+        ...     warnings.warn("not shown")
+        ...     logging.getLogger("tensorflow").error("not shown either")
+    """
+    loggers = [logging.getLogger(name) for name in ("tensorflow", "absl")]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.CRITICAL + 1)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        for logger, level in zip(loggers, levels):
+            logger.setLevel(level)
 
 
 @contextlib.contextmanager
