@@ -25,6 +25,7 @@ import shutil
 import sys
 import tempfile
 import textwrap
+import time
 import traceback
 import warnings
 from collections.abc import Iterator, Sequence
@@ -185,8 +186,9 @@ def start_notebook(seed: int = DEFAULT_SEED, *, fresh_processes: bool = False) -
     imports TensorFlow under the same settings as the kernel.
 
     The objects alive after the imports are frozen for Python's cycle collector
-    (``gc.freeze``), so that its full collections stay cheap and free each ``fit``'s input
-    pipelines while they are young (``_freeze_what_is_loaded`` says why that matters).
+    (``gc.freeze``), so that its full collections stay cheap, and in a kernel one runs between
+    cells when none ran for 3 s: each ``fit``'s input pipelines are freed while they are young
+    (``_freeze_what_is_loaded`` says why that matters).
 
     TensorFloat-32 is turned off, so float32 matmuls on an Ampere or newer GPU
     give float32 results like the CPU's (the printed line does not say so, to
@@ -249,9 +251,46 @@ def _freeze_what_is_loaded() -> None:
     never with autotuning off), and a collection that freed several old ones paused chapter
     11 for 5 to 24 s in 9 of 15 runs before this; in none of the runs after.
     The frozen objects are never collected; they live as long as the kernel anyway.
+
+    Each ``fit`` leaves its last input pipeline in such a cycle. So that none waits long for
+    Python's next full collection, one also runs between cells when none ran for a few seconds
+    (``_collect_between_cells``).
     """
     gc.collect()
     gc.freeze()
+    _collect_between_cells()
+
+
+_COLLECT_AFTER_S = 3.0  # the longest a cell's garbage waits for a full collection, roughly
+_last_full_collection = [0.0]  # time.monotonic() at the end of the last one
+
+
+def _note_full_collection(phase: str, info: dict) -> None:
+    if phase == "stop" and info["generation"] == 2:
+        _last_full_collection[0] = time.monotonic()
+
+
+def _collect_if_due(result: object = None) -> None:
+    """After a cell: a full collection, unless one ran in the last ``_COLLECT_AFTER_S`` seconds."""
+    if time.monotonic() - _last_full_collection[0] >= _COLLECT_AFTER_S:
+        gc.collect()
+
+
+def _collect_between_cells() -> None:
+    """In IPython: ``_collect_if_due`` after each cell (registered once). Elsewhere nothing.
+
+    A full collection costs tens of milliseconds late in a chapter, so it runs only when due,
+    and every full collection (Python's own too) restarts the count.
+    """
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is None or _collect_if_due in shell.events.callbacks["post_run_cell"]:
+        return
+    gc.callbacks.append(_note_full_collection)
+    shell.events.register("post_run_cell", _collect_if_due)
 
 
 def _configure_display() -> None:

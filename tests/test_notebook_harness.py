@@ -276,3 +276,53 @@ def test_fresh_processes_start_their_server_under_the_notebooks_settings():
         assert lines["server-onednn"] == "0" and lines["server-matches"] == "True"
     assert lines["frozen"] == "True", "start_notebook should freeze what the imports loaded (gc.freeze)"
     assert lines["child"] == "0"
+
+
+def test_a_full_collection_runs_after_a_cell_only_when_due(monkeypatch):
+    collections = []
+    monkeypatch.setattr(notebook.gc, "collect", lambda: collections.append(1))
+    monkeypatch.setattr(notebook, "_last_full_collection", [100.0])
+    monkeypatch.setattr(notebook.time, "monotonic", lambda: 101.0)
+    notebook._collect_if_due()
+    assert collections == []  # one ran 1 s ago
+    monkeypatch.setattr(notebook.time, "monotonic", lambda: 100.0 + notebook._COLLECT_AFTER_S)
+    notebook._collect_if_due()
+    assert collections == [1]
+
+
+def test_every_full_collection_restarts_the_count(monkeypatch):
+    monkeypatch.setattr(notebook, "_last_full_collection", [0.0])
+    monkeypatch.setattr(notebook.time, "monotonic", lambda: 50.0)
+    notebook._note_full_collection("start", {"generation": 2})
+    notebook._note_full_collection("stop", {"generation": 1})
+    assert notebook._last_full_collection == [0.0]
+    notebook._note_full_collection("stop", {"generation": 2})
+    assert notebook._last_full_collection == [50.0]
+
+
+def test_the_collection_between_cells_is_registered_once_in_a_kernel():
+    result = _run_fresh_python(
+        """
+        import gc
+        from IPython.testing.globalipapp import start_ipython
+        shell = start_ipython()
+        from helpers import notebook
+        notebook._collect_between_cells()
+        notebook._collect_between_cells()
+        hooks = shell.events.callbacks["post_run_cell"]
+        print(hooks.count(notebook._collect_if_due), gc.callbacks.count(notebook._note_full_collection))
+        """
+    )
+    assert result.stdout.split() == ["1", "1"], result.stderr[-2000:]
+
+
+def test_outside_ipython_nothing_is_registered():
+    result = _run_fresh_python(
+        """
+        import gc
+        from helpers import notebook
+        notebook._collect_between_cells()
+        print(gc.callbacks.count(notebook._note_full_collection))
+        """
+    )
+    assert result.stdout.split() == ["0"], result.stderr[-2000:]
