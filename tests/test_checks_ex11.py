@@ -89,6 +89,16 @@ def checkpoint_no_step(model, optimizer, step, generator, iterator):
                                seeds=untracked_variables(model))
 
 
+def checkpoint_step_copy(model, optimizer, step, generator, iterator):
+    return tf.train.Checkpoint(model=model, optimizer=optimizer, step=tf.Variable(step), generator=generator,
+                               iterator=iterator, seeds=untracked_variables(model))
+
+
+def checkpoint_new_generator(model, optimizer, step, generator, iterator):
+    return tf.train.Checkpoint(model=model, optimizer=optimizer, step=step, generator=tf.random.Generator.from_seed(23),
+                               iterator=iterator, seeds=untracked_variables(model))
+
+
 @pytest.mark.parametrize("answer", [checkpoint_reference, checkpoint_seed_paths, checkpoint_all_variables_nested])
 def test_training_checkpoint_accepts(answer, capsys):
     out = passes(ex11.check_training_checkpoint, answer, capsys)
@@ -102,6 +112,8 @@ def test_training_checkpoint_accepts(answer, capsys):
     (checkpoint_no_optimizer, ["optimizer", "slots"]),
     (checkpoint_trainable_only, ["BatchNormalization"]),
     (checkpoint_no_step, ["step counter"]),
+    (checkpoint_step_copy, ["step counter you were given", "another object"]),
+    (checkpoint_new_generator, ["Generator you were given", "another object"]),
 ])
 def test_training_checkpoint_rejects(answer, words):
     fails(ex11.check_training_checkpoint, answer, *words)
@@ -114,6 +126,8 @@ def test_training_checkpoint_rejects(answer, words):
     (checkpoint_no_optimizer, "optimizer=optimizer"),
     (checkpoint_trainable_only, "model=model"),
     (checkpoint_no_step, "step=step"),
+    (checkpoint_step_copy, "not a copy"),
+    (checkpoint_new_generator, "not a new one"),
 ])
 def test_training_checkpoint_hints_in_steps(answer, fix):
     """The first failure names the idea and section 3, not the code; the same failure again gives the code."""

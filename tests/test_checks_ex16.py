@@ -6,6 +6,7 @@ import glob
 import logging
 import os
 import shutil
+import threading
 import time
 
 import keras
@@ -295,7 +296,9 @@ def test_save_with_orbax_relative_folder_logs_nothing_after_the_check(caplog):
     for _ in range(3):
         forget_hints()
         _fails(ex16.check_save_with_orbax, relative_path, "no complete step was written")
-    time.sleep(0.2)  # a thread still logging would do it now
+    deadline = time.monotonic() + 5  # let every thread Orbax started end: one still logging does it now
+    while time.monotonic() < deadline and any("_run_loop" in t.name for t in threading.enumerate()):
+        time.sleep(0.05)
     assert [record.getMessage()[:80] for record in caplog.records] == []
 
 

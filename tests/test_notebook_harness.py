@@ -326,3 +326,52 @@ def test_outside_ipython_nothing_is_registered():
         """
     )
     assert result.stdout.split() == ["0"], result.stderr[-2000:]
+
+
+def test_the_hook_is_not_registered_twice_after_a_reload():
+    result = _run_fresh_python(
+        """
+        import gc, importlib
+        from IPython.testing.globalipapp import start_ipython
+        shell = start_ipython()
+        from helpers import notebook
+        notebook._collect_between_cells()
+        importlib.reload(notebook)
+        notebook._collect_between_cells()
+        hooks = shell.events.callbacks["post_run_cell"]
+        print(sum(h.__qualname__ == "_collect_if_due" for h in hooks),
+              sum(getattr(c, "__qualname__", "") == "_note_full_collection" for c in gc.callbacks))
+        """
+    )
+    assert result.stdout.split() == ["1", "1"], result.stderr[-2000:]
+
+
+def test_a_fit_stopped_by_an_exception_keeps_its_iterator_until_a_full_collection():
+    """Why the notebooks collect between cells (see ``_freeze_what_is_loaded``)."""
+    result = _run_fresh_python(
+        """
+        import gc, os
+        os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
+        import keras, numpy as np
+        from tensorflow.python.data.ops.iterator_ops import OwnedIterator
+
+        class Crash(keras.callbacks.Callback):
+            def on_train_batch_end(self, batch, logs=None):
+                raise KeyboardInterrupt
+
+        model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+        model.compile("sgd", "mse")
+        x = np.ones((32, 2), "float32")
+        gc.collect()
+        gc.disable()
+        try:
+            model.fit(x, x[:, :1], epochs=2, batch_size=8, verbose=0, callbacks=[Crash()])
+        except KeyboardInterrupt:
+            pass
+        alive = lambda: sum(isinstance(o, OwnedIterator) for o in gc.get_objects())
+        before = alive()
+        gc.collect()
+        print(before, alive())
+        """
+    )
+    assert result.stdout.split() == ["1", "0"], result.stderr[-2000:]

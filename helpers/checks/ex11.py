@@ -108,11 +108,13 @@ def _missing_piece_hint(checkpoint: tf.train.Checkpoint, state: _State) -> Hint 
                     f"schedule's position are part of the state ({_SECTION_3})",
                     "add optimizer=optimizer (the object, which holds its slots and iterations)")
     if id(state.step) not in reached:
-        return Hint(f"the step counter is not saved: a resumed loop would not know where it was ({_SECTION_3})",
-                    "add step=step")
+        return Hint(f"the step counter you were given is not saved (a new tf.Variable is another object): a "
+                    f"resumed loop would not know where it was ({_SECTION_3})",
+                    "add step=step, the variable passed in, not a copy")
     if id(state.generator.state) not in reached and id(state.generator) not in reached:
-        return Hint(f"the tf.random.Generator is not saved: its state decides the next random numbers "
-                    f"({_SECTION_3})", "add generator=generator")
+        return Hint(f"the tf.random.Generator you were given is not saved (a new or the global generator is "
+                    f"another object): its state decides the next random numbers ({_SECTION_3})",
+                    "add generator=generator, the object passed in, not a new one")
     if id(state.iterator) not in reached:
         return Hint(f"the tf.data iterator is not saved: its position and shuffle buffer decide the next batch "
                     f"({_SECTION_3})", "add iterator=iterator")
