@@ -217,6 +217,7 @@ def start_notebook(seed: int = DEFAULT_SEED, *, fresh_processes: bool = False) -
     tf.config.experimental.enable_tensor_float_32_execution(False)
     _configure_display()
     _freeze_what_is_loaded()
+    _collect_between_cells()
     if _work_folder is None:
         _work_folder = _make_work_folder()
     os.chdir(_work_folder)
@@ -259,7 +260,6 @@ def _freeze_what_is_loaded() -> None:
     """
     gc.collect()
     gc.freeze()
-    _collect_between_cells()
 
 
 _COLLECT_AFTER_S = 3.0  # the longest a cell's garbage waits for a full collection, roughly
